@@ -1,0 +1,1 @@
+"""HTTP layer: one router per resource, dependencies, schemas, and the cross-cutting middleware."""

@@ -1,0 +1,170 @@
+"""Dependencies shared by the routers: who is calling (with scope checks), database sessions, the
+clock, pagination and the loaders that 404 anything outside the caller's organisation/environment."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from bpservice.auth import Principal
+from bpservice.db.models import Building, Meter, Property
+from bpservice.errors import APIError, not_found
+from bpservice.recalc import Recalculator
+from bpservice.settings import Settings
+
+# Documents the bearer scheme in OpenAPI; the middleware has already resolved the token.
+_bearer = HTTPBearer(
+    auto_error=False, description="An API key (svc_live_…/svc_test_…) or an OAuth access token"
+)
+
+MAX_PER_PAGE = 200
+DEFAULT_PER_PAGE = 50
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_clock(request: Request) -> Callable[[], dt.datetime]:
+    return request.app.state.settings.clock
+
+
+def _principal(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    principal: Principal | None = request.scope.get("state", {}).get("principal")
+    if principal is None:
+        error = APIError(
+            401,
+            "unauthorized",
+            "Missing or invalid credentials: send 'Authorization: Bearer <API key or access token>'.",
+        )
+        error.headers = {"WWW-Authenticate": 'Bearer realm="bpservice"'}
+        raise error
+    return principal
+
+
+def require(scope: str, *, write: bool = False) -> Callable[..., Principal]:
+    """A dependency admitting callers that hold `scope`; `write` also refuses read-only users."""
+
+    def dependency(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+        if scope not in principal.scopes:
+            raise APIError(
+                403,
+                "insufficient_scope",
+                f"This request needs the {scope} scope, which the credentials do not grant.",
+                required_scope=scope,
+            )
+        if write and principal.is_user and principal.user_role == "viewer":
+            raise APIError(
+                403, "forbidden", "Viewers have read-only access.", required_role="admin"
+            )
+        return principal
+
+    dependency.__name__ = f"require_{scope.replace(':', '_')}"
+    return dependency
+
+
+def _read_session(request: Request) -> Iterator[Session]:
+    with request.app.state.db.read() as session:
+        yield session
+
+
+def _write_session(request: Request) -> Iterator[Session]:
+    with request.app.state.db.write() as session:
+        yield session
+
+
+ReadSession = Annotated[Session, Depends(_read_session)]
+WriteSession = Annotated[Session, Depends(_write_session)]
+Clock = Annotated[Callable[[], dt.datetime], Depends(get_clock)]
+
+
+def _recalculator(request: Request) -> Recalculator:
+    return request.app.state.recalculator
+
+
+Recalc = Annotated[Recalculator, Depends(_recalculator)]
+
+
+@dataclass(frozen=True)
+class PageParams:
+    page: int
+    per_page: int
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+    def meta(self, total: int) -> dict[str, int]:
+        return {
+            "total": total,
+            "page": self.page,
+            "per_page": self.per_page,
+            "total_pages": math.ceil(total / self.per_page) if total else 0,
+        }
+
+
+def page_params(
+    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
+    per_page: Annotated[
+        int, Query(ge=1, le=MAX_PER_PAGE, description="Items per page (max 200)")
+    ] = DEFAULT_PER_PAGE,
+) -> PageParams:
+    return PageParams(page, per_page)
+
+
+Pagination = Annotated[PageParams, Depends(page_params)]
+
+
+def paginate(session: Session, query: Select[Any], params: PageParams) -> tuple[list[Any], int]:
+    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
+    rows = session.scalars(query.limit(params.per_page).offset(params.offset)).all()
+    return list(rows), total
+
+
+# --- loaders: anything outside the caller's organisation and environment is "not found" -------
+
+
+def load_property(session: Session, principal: Principal, property_id: str) -> Property:
+    prop = session.get(Property, property_id)
+    if (
+        prop is None
+        or prop.org_id != principal.org_id
+        or prop.environment != principal.environment
+        or not principal.can_see_property(prop.id)
+    ):
+        raise not_found("property", property_id)
+    return prop
+
+
+def load_building(
+    session: Session, principal: Principal, building_id: str, property_id: str | None = None
+) -> Building:
+    building = session.get(Building, building_id)
+    if (
+        building is None
+        or building.org_id != principal.org_id
+        or building.environment != principal.environment
+        or (property_id is not None and building.property_id != property_id)
+        or not principal.can_see_property(building.property_id)
+    ):
+        raise not_found("building", building_id)
+    return building
+
+
+def load_meter(session: Session, principal: Principal, building_id: str, meter_id: str) -> Meter:
+    building = load_building(session, principal, building_id)
+    meter = session.get(Meter, meter_id)
+    if meter is None or meter.building_id != building.id:
+        raise not_found("meter", meter_id)
+    return meter

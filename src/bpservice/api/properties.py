@@ -1,0 +1,197 @@
+"""Properties: list with filters and sort, get, create, update, archive."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from sqlalchemy import select
+
+from bpservice.api.deps import (
+    Clock,
+    Pagination,
+    ReadSession,
+    WriteSession,
+    load_property,
+    paginate,
+    require,
+)
+from bpservice.api.responses import errors
+from bpservice.api.schemas import (
+    Data,
+    Page,
+    PropertyArchived,
+    PropertyCreate,
+    PropertyCreated,
+    PropertyDetail,
+    PropertySummary,
+    PropertyUpdate,
+)
+from bpservice.api.types import Country, PropertyType
+from bpservice.api.views import building_totals, property_created, property_detail, property_summary
+from bpservice.auth import Principal
+from bpservice.db.models import Property
+from bpservice.errors import APIError, validation_error
+from bpservice.events import record_event
+from bpservice.ids import new_id
+
+router = APIRouter(prefix="/v1/properties", tags=["properties"])
+
+SORTABLE = {
+    "name": Property.name,
+    "created_at": Property.created_at,
+    "updated_at": Property.updated_at,
+}
+
+Read = Annotated[Principal, Depends(require("properties:read"))]
+Write = Annotated[Principal, Depends(require("properties:write", write=True))]
+
+
+@router.get("", response_model=Page[PropertySummary], responses=errors(422))
+def list_properties(
+    principal: Read,
+    session: ReadSession,
+    pages: Pagination,
+    filter_type: Annotated[PropertyType | None, Query(alias="filter[type]")] = None,
+    filter_country: Annotated[Country | None, Query(alias="filter[country]")] = None,
+    filter_status: Annotated[
+        str | None, Query(alias="filter[status]", pattern="^(active|archived)$")
+    ] = None,
+    sort: Annotated[
+        str,
+        Query(description="name, created_at or updated_at; a leading - sorts descending"),
+    ] = "created_at",
+) -> dict:
+    column = SORTABLE.get(sort.removeprefix("-"))
+    if column is None:
+        raise validation_error(
+            f"sort must be one of {', '.join(SORTABLE)} (optionally with a leading -)", "sort"
+        )
+    descending = sort.startswith("-")
+    query = select(Property).where(
+        Property.org_id == principal.org_id, Property.environment == principal.environment
+    )
+    if principal.property_access is not None:
+        query = query.where(Property.id.in_(principal.property_access))
+    if filter_type:
+        query = query.where(Property.type == filter_type)
+    if filter_country:
+        query = query.where(Property.country == filter_country)
+    if filter_status:
+        query = query.where(Property.status == filter_status)
+    order = [column.desc(), Property.id.desc()] if descending else [column, Property.id]
+    rows, total = paginate(session, query.order_by(*order), pages)
+    totals = building_totals(session, [p.id for p in rows])
+    return {
+        "data": [property_summary(p, totals.get(p.id, (0, 0.0))) for p in rows],
+        "meta": pages.meta(total),
+    }
+
+
+@router.get("/{property_id}", response_model=Data[PropertyDetail], responses=errors(404))
+def get_property(property_id: str, principal: Read, session: ReadSession) -> dict:
+    return {"data": property_detail(session, load_property(session, principal, property_id))}
+
+
+@router.post("", status_code=201, response_model=Data[PropertyCreated], responses=errors(400, 422))
+def create_property(
+    body: PropertyCreate, principal: Write, session: WriteSession, clock: Clock
+) -> dict:
+    now = clock()
+    prop = Property(
+        id=new_id("property"),
+        org_id=principal.org_id,
+        environment=principal.environment,
+        name=body.name,
+        street=body.address.street,
+        city=body.address.city,
+        state=body.address.state,
+        postal_code=body.address.postal_code,
+        country=body.address.country,
+        latitude=body.address.latitude,
+        longitude=body.address.longitude,
+        type=body.type,
+        internal_ref=body.internal_ref,
+        status="active",
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(prop)
+    session.flush()
+    view = property_created(session, prop)
+    record_event(
+        session,
+        org_id=principal.org_id,
+        environment=principal.environment,
+        type="property.created",
+        data={"property": view},
+        now=now,
+    )
+    return {"data": view}
+
+
+@router.patch(
+    "/{property_id}", response_model=Data[PropertyDetail], responses=errors(400, 404, 409, 422)
+)
+def update_property(
+    property_id: str, body: PropertyUpdate, principal: Write, session: WriteSession, clock: Clock
+) -> dict:
+    prop = load_property(session, principal, property_id)
+    if prop.status == "archived":
+        raise APIError(409, "property_archived", "An archived property cannot be changed.")
+    changed: list[str] = []
+    for name in ("name", "type", "internal_ref"):
+        if name in body.model_fields_set and getattr(prop, name) != getattr(body, name):
+            setattr(prop, name, getattr(body, name))
+            changed.append(name)
+    if body.address is not None:
+        for name in body.address.model_fields_set:
+            value = getattr(body.address, name)
+            if getattr(prop, name) != value:
+                setattr(prop, name, value)
+                changed.append(f"address.{name}")
+    now = clock()
+    if changed:
+        prop.updated_at = now
+        session.flush()
+    view = property_detail(session, prop)
+    if changed:
+        record_event(
+            session,
+            org_id=principal.org_id,
+            environment=principal.environment,
+            type="property.updated",
+            data={"property": view, "changed_fields": changed},
+            now=now,
+        )
+    return {"data": view}
+
+
+@router.post(
+    "/{property_id}/archive", response_model=Data[PropertyArchived], responses=errors(404, 409)
+)
+def archive_property(
+    property_id: str, principal: Write, session: WriteSession, clock: Clock
+) -> dict:
+    prop = load_property(session, principal, property_id)
+    if prop.status == "archived":
+        raise APIError(
+            409,
+            "property_archived",
+            "The property is already archived.",
+            archived_at=prop.archived_at,
+        )
+    now = clock()
+    prop.status = "archived"
+    prop.archived_at = now
+    prop.updated_at = now
+    view = {"id": prop.id, "status": "archived", "archived_at": now}
+    record_event(
+        session,
+        org_id=principal.org_id,
+        environment=principal.environment,
+        type="property.archived",
+        data=view,
+        now=now,
+    )
+    return {"data": view}

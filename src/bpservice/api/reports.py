@@ -1,0 +1,7 @@
+"""Reports: routes are added by the service part 2 work (docs/decisions-reports.md)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter(tags=["reports"])

@@ -1,0 +1,403 @@
+"""Request and response models. Each view of a resource (list item, get, create response) has its own
+model so the OpenAPI document states exactly which fields each answer carries."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bpservice.api.types import (
+    Area,
+    Country,
+    Currency,
+    Email,
+    Floors,
+    HoursPerWeek,
+    ISODate,
+    Latitude,
+    Longitude,
+    MeterSource,
+    MeterType,
+    Name,
+    NonNegative,
+    OptionalArea,
+    Percent,
+    PropertyType,
+    Quantity,
+    Role,
+    ShortText,
+    UseType,
+    YearBuilt,
+)
+
+T = TypeVar("T")
+
+
+class Request(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is an error rather than silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- shared shapes -------------------------------------------------------------------------------
+
+
+class Meta(BaseModel):
+    total: int
+    page: int
+    per_page: int
+    total_pages: int
+
+
+class Data(BaseModel, Generic[T]):
+    data: T
+
+
+class Page(BaseModel, Generic[T]):
+    data: list[T]
+    meta: Meta
+
+
+class ErrorDetail(BaseModel):
+    field: str
+    code: str
+    message: str
+
+
+class ErrorInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+    details: list[ErrorDetail] | None = None
+    retry_after: int | None = Field(None, description="Seconds to wait; on 429 only")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorInfo
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+
+class AddressIn(Request):
+    street: Name
+    city: Name
+    state: ShortText | None = None
+    postal_code: ShortText | None = None
+    country: Country
+    latitude: Latitude | None = None
+    longitude: Longitude | None = None
+
+
+class AddressPatch(Request):
+    street: Name | None = None
+    city: Name | None = None
+    state: ShortText | None = None
+    postal_code: ShortText | None = None
+    country: Country | None = None
+    latitude: Latitude | None = None
+    longitude: Longitude | None = None
+
+    @model_validator(mode="after")
+    def _required_not_null(self) -> AddressPatch:
+        for name in ("street", "city", "country"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"address.{name} cannot be null")
+        return self
+
+
+class PropertyCreate(Request):
+    name: Name
+    address: AddressIn
+    type: PropertyType
+    internal_ref: ShortText | None = None
+
+
+class PropertyUpdate(Request):
+    name: Name | None = None
+    address: AddressPatch | None = None
+    type: PropertyType | None = None
+    internal_ref: ShortText | None = None
+
+    @model_validator(mode="after")
+    def _required_not_null(self) -> PropertyUpdate:
+        for name in ("name", "address", "type"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+
+class AddressSummary(BaseModel):
+    street: str
+    city: str
+    state: str | None
+    postal_code: str | None
+    country: str
+
+
+class Address(AddressSummary):
+    latitude: float | None
+    longitude: float | None
+
+
+class BuildingRef(BaseModel):
+    id: str
+    name: str
+
+
+class PropertySummary(BaseModel):
+    id: str
+    name: str
+    address: AddressSummary
+    type: str
+    internal_ref: str | None
+    status: Literal["active", "archived"]
+    building_count: int
+    total_gfa_m2: float
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class PropertyCreated(PropertySummary):
+    address: Address  # type: ignore[assignment]
+
+
+class PropertyDetail(PropertyCreated):
+    buildings: list[BuildingRef]
+
+
+class PropertyArchived(BaseModel):
+    id: str
+    status: Literal["archived"]
+    archived_at: dt.datetime
+
+
+# --- buildings -----------------------------------------------------------------------------------
+
+
+class UseTypeArea(Request):
+    type: UseType
+    gfa_m2: Area
+
+
+class BuildingCreate(Request):
+    name: Name
+    primary_use_type: UseType
+    gfa_m2: Area
+    year_built: YearBuilt
+    floors: Floors
+    occupancy_pct: Percent | None = None
+    operating_hours_week: HoursPerWeek | None = None
+    use_types: list[UseTypeArea] | None = Field(None, max_length=50)
+    nla_m2: OptionalArea | None = None
+    renewable_capacity_kw: NonNegative | None = None
+    car_park_area_m2: OptionalArea | None = None
+
+
+class BuildingUpdate(Request):
+    name: Name | None = None
+    primary_use_type: UseType | None = None
+    gfa_m2: Area | None = None
+    year_built: YearBuilt | None = None
+    floors: Floors | None = None
+    occupancy_pct: Percent | None = None
+    operating_hours_week: HoursPerWeek | None = None
+    use_types: list[UseTypeArea] | None = Field(None, max_length=50)
+    nla_m2: OptionalArea | None = None
+    renewable_capacity_kw: NonNegative | None = None
+    car_park_area_m2: OptionalArea | None = None
+
+    @model_validator(mode="after")
+    def _required_not_null(self) -> BuildingUpdate:
+        for name in ("name", "primary_use_type", "gfa_m2", "year_built", "floors"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+
+class UseTypeOut(BaseModel):
+    type: str
+    gfa_m2: float
+
+
+class MeterRef(BaseModel):
+    id: str
+    type: str
+    status: str
+
+
+class BuildingSummary(BaseModel):
+    id: str
+    property_id: str
+    name: str
+    primary_use_type: str
+    gfa_m2: float
+    gfa_sqft: float
+    year_built: int
+    floors: int
+    occupancy_pct: float | None
+    operating_hours_week: float | None
+    data_quality_grade: Literal["A", "B", "C", "D", "E", "F"]
+    status: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class BuildingDetail(BuildingSummary):
+    use_types: list[UseTypeOut]
+    nla_m2: float | None
+    renewable_capacity_kw: float | None
+    car_park_area_m2: float | None
+    meters: list[MeterRef]
+
+
+class LockRequest(Request):
+    locked_through: ISODate = Field(
+        description="Readings of the building that end on or before this date become locked."
+    )
+
+
+class LockOut(BaseModel):
+    building_id: str
+    locked_through: dt.date | None
+    locked_at: dt.datetime | None
+    locked_reading_count: int
+
+
+# --- meters and readings -------------------------------------------------------------------------
+
+
+class MeterCreate(Request):
+    type: MeterType
+    unit: Name
+    name: ShortText | None = None
+    source: MeterSource = "manual"
+    provider: ShortText | None = None
+
+
+class MeterOut(BaseModel):
+    id: str
+    building_id: str
+    type: str
+    name: str | None
+    unit: str
+    source: str
+    provider: str | None
+    status: str
+    latest_reading_date: dt.date | None
+    created_at: dt.datetime
+
+
+class ReadingCreate(Request):
+    start_date: ISODate
+    end_date: ISODate
+    consumption: Quantity
+    cost: Quantity | None = None
+    cost_currency: Currency | None = None
+    demand_kw: NonNegative | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReadingCreate:
+        if self.end_date < self.start_date:
+            raise ValueError("end_date must be on or after start_date")
+        return self
+
+
+class BatchRequest(Request):
+    readings: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=500,
+        description="Up to 500 readings, each shaped like the single-reading request body.",
+        json_schema_extra={"items": {"$ref": "#/components/schemas/ReadingCreate"}},
+    )
+
+
+class ReadingOut(BaseModel):
+    id: str
+    meter_id: str
+    start_date: dt.date
+    end_date: dt.date
+    consumption: float
+    unit: str
+    cost: float | None
+    cost_currency: str | None
+    demand_kw: float | None
+    source: str
+    anomaly_flags: list[Literal["spike", "drop", "negative"]]
+    created_at: dt.datetime
+
+
+class RejectedReading(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    index: int = Field(description="Position of the reading in the submitted batch, from 0")
+    code: str
+    message: str
+    field: str | None = None
+    conflicting_reading_id: str | None = None
+
+
+class BatchResult(BaseModel):
+    accepted: int
+    rejected: int
+    readings: list[ReadingOut]
+    errors: list[RejectedReading]
+
+
+# --- users ---------------------------------------------------------------------------------------
+
+PropertyAccess = Literal["all"] | list[str]
+
+
+class UserInvite(Request):
+    email: Email
+    role: Role
+    property_access: PropertyAccess = "all"
+    name: ShortText | None = None
+
+
+class UserUpdate(Request):
+    role: Role | None = None
+    property_access: PropertyAccess | None = None
+
+    @model_validator(mode="after")
+    def _not_null(self) -> UserUpdate:
+        for name in ("role", "property_access"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+
+class UserSummary(BaseModel):
+    id: str
+    email: str
+    name: str | None
+    role: str
+    status: str
+    last_login_at: dt.datetime | None
+    created_at: dt.datetime
+
+
+class UserDetail(UserSummary):
+    mfa_enabled: bool
+    sso_provider: str | None
+    property_access: PropertyAccess
+
+
+class UserInvited(BaseModel):
+    id: str
+    email: str
+    role: str
+    status: str
+    property_access: PropertyAccess
+    invite_expires_at: dt.datetime
+    created_at: dt.datetime
+
+
+class UserDeactivated(BaseModel):
+    id: str
+    status: Literal["deactivated"]
+    deactivated_at: dt.datetime

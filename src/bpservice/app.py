@@ -1,0 +1,79 @@
+"""The application factory: settings in, a FastAPI app out (tests pass a scaled window and a clock)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+from fastapi import FastAPI
+
+from bpservice import __version__, oauth
+from bpservice.api import benchmarks, buildings, meters, properties, reports, users, webhooks
+from bpservice.api.middleware import EdgeMiddleware
+from bpservice.auth import TokenResolver
+from bpservice.benchmarking import default_recalculator
+from bpservice.db.session import Database
+from bpservice.errors import install_error_handlers
+from bpservice.ratelimit import RateLimiter
+from bpservice.recalc import Recalculator
+from bpservice.settings import Settings
+from bpservice.workers import reports as report_worker
+from bpservice.workers import webhooks as webhook_worker
+
+DESCRIPTION = """Reference implementation of the Building Performance Data Service (v1).
+
+Every request carries `Authorization: Bearer <API key or access token>`. Errors have the shape
+`{"error": {"code", "message", ...}}`. Every response carries `X-RateLimit-Limit`,
+`X-RateLimit-Remaining`, `X-RateLimit-Reset`, `X-RateLimit-Window` (and `X-RateLimit-Bucket`);
+GET responses carry an `ETag` and answer `If-None-Match` with 304."""
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    recalculator: Recalculator | None = None,
+    token_resolvers: list[TokenResolver] | None = None,
+) -> FastAPI:
+    settings = settings or Settings()
+    db = Database(settings.database_url)
+    db.create_all()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tasks = []
+        if settings.run_workers:
+            tasks = [asyncio.create_task(w.run(app)) for w in (report_worker, webhook_worker)]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+            db.dispose()
+
+    app = FastAPI(
+        title="Building Performance Data Service",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.db = db
+    app.state.limiter = RateLimiter(settings.rate_limits, settings.clock)
+    app.state.recalculator = recalculator or default_recalculator()
+    app.state.token_resolvers = (
+        list(token_resolvers) if token_resolvers is not None else [oauth.resolve_access_token]
+    )
+
+    install_error_handlers(app)
+    for module in (properties, buildings, meters, users, benchmarks, reports, webhooks, oauth):
+        app.include_router(module.router)
+
+    @app.get("/healthz", include_in_schema=False)
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    app.add_middleware(EdgeMiddleware, state=app.state)
+    return app

@@ -1,0 +1,216 @@
+"""`bpservice`: run the reference service, seed a demo, and administer organisations and keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from bpservice import admin
+from bpservice.db.session import Database
+from bpservice.settings import RateLimits, Settings, database_url
+
+app = typer.Typer(help="The reference Building Performance Data Service.", no_args_is_help=True)
+admin_app = typer.Typer(help="Administer organisations, users and API keys.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+DbOption = Annotated[
+    str, typer.Option("--db", help="SQLite file path or SQLAlchemy URL", envvar="BPSERVICE_DB")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+
+
+def _db(db: str) -> Database:
+    database = Database(database_url(db))
+    database.create_all()
+    return database
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    db: DbOption = "bpservice.db",
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8400,
+    rate_window: Annotated[int, typer.Option(help="Rate-limit window in seconds")] = 60,
+) -> None:
+    """Run the service."""
+    import uvicorn
+
+    from bpservice.app import create_app
+
+    settings = Settings(
+        database_url=database_url(db), rate_limits=RateLimits(window_seconds=rate_window)
+    )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+@app.command()
+def demo(
+    db: DbOption = "bpservice-demo.db",
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8400,
+    exit_after_seed: Annotated[
+        bool, typer.Option("--seed-only", help="Seed and print, then exit instead of serving")
+    ] = False,
+) -> None:
+    """Create a demo organisation with a seeded sandbox portfolio, print how to reach it, serve."""
+    import uvicorn
+
+    from bpservice.app import create_app
+    from bpservice.demo import seed
+
+    settings = Settings(database_url=database_url(db))
+    application = create_app(settings)
+    with application.state.db.write() as session:
+        info = admin.bootstrap(session)
+    # Seed through the API (every rule applies) on an instance whose bulk bucket fits the seed.
+    seeder = create_app(
+        Settings(database_url=settings.database_url, rate_limits=RateLimits(bulk=10_000))
+    )
+    counts = asyncio.run(seed(seeder, info["test_key"]))
+    base = f"http://{host}:{port}"
+    typer.echo(f"Demo organisation {info['org_id']} (owner {info['owner_email']}) in {db}")
+    typer.echo(
+        f"Seeded the sandbox: {counts['properties']} properties, {counts['buildings']} buildings, "
+        f"{counts['meters']} meters, {counts['readings']} readings."
+    )
+    typer.echo(f"Service:  {base}/v1   (OpenAPI: {base}/docs)")
+    typer.echo("Sandbox key (shown once; it is stored only as a hash):")
+    typer.echo(f"  {info['test_key']}")
+    typer.echo(f"Try:  curl -H 'Authorization: Bearer <key>' {base}/v1/properties")
+    if exit_after_seed:
+        return
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@admin_app.command("bootstrap")
+def bootstrap_cmd(
+    db: DbOption = "bpservice.db",
+    org_name: Annotated[str, typer.Option(help="Organisation name")] = "Demo Organisation",
+    owner_email: Annotated[str, typer.Option(help="Owner's email")] = "owner@example.com",
+    as_json: JsonOption = False,
+) -> None:
+    """Create an organisation, its owner and a sandbox and a production key with every scope."""
+    with _db(db).write() as session:
+        try:
+            info = admin.bootstrap(session, org_name=org_name, owner_email=owner_email)
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+        return
+    for name, value in info.items():
+        typer.echo(f"{name}: {value}")
+    typer.echo("The keys are shown once; only their hashes are stored.")
+
+
+@admin_app.command("create-org")
+def create_org(
+    name: Annotated[str, typer.Argument(help="Organisation name")],
+    owner_email: Annotated[str, typer.Option(help="Email of the first owner")],
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """Create an organisation with its first owner."""
+    with _db(db).write() as session:
+        try:
+            org = admin.create_organisation(session, name)
+            owner = admin.create_user(session, org.id, owner_email, role="owner")
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    info = {"org_id": org.id, "owner_user_id": owner.id}
+    typer.echo(json.dumps(info) if as_json else f"created {org.id} with owner {owner.id}")
+
+
+@admin_app.command("create-user")
+def create_user(
+    org_id: Annotated[str, typer.Argument(help="Organisation id")],
+    email: Annotated[str, typer.Argument(help="Email")],
+    role: Annotated[str, typer.Option(help="owner, admin or viewer")] = "viewer",
+    name: Annotated[str | None, typer.Option(help="Display name")] = None,
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """Create an active user in an organisation."""
+    with _db(db).write() as session:
+        try:
+            user = admin.create_user(session, org_id, email, role=role, name=name)
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    info = {"user_id": user.id, "email": user.email, "role": user.role}
+    typer.echo(json.dumps(info) if as_json else f"created {user.id} ({user.email}, {user.role})")
+
+
+@admin_app.command("create-key")
+def create_key(
+    org_id: Annotated[str, typer.Argument(help="Organisation id")],
+    environment: Annotated[str, typer.Option(help="test (sandbox) or live (production)")] = "test",
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="A scope to grant (repeat); default all")
+    ] = None,
+    name: Annotated[str, typer.Option(help="A descriptive name")] = "API key",
+    user_id: Annotated[str | None, typer.Option(help="Owning user (default: first owner)")] = None,
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """Create an API key; the key is printed once and stored only as a hash."""
+    with _db(db).write() as session:
+        try:
+            key = admin.create_api_key(
+                session, org_id, environment=environment, scopes=scope, name=name, user_id=user_id
+            )
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    info = {"key_id": key.id, "key": key.key, "environment": key.environment, "scopes": key.scopes}
+    if as_json:
+        typer.echo(json.dumps(info))
+    else:
+        typer.echo(f"{key.id} ({key.environment}): {key.key}")
+        typer.echo("Store it now: it is not shown again.")
+
+
+@admin_app.command("list-keys")
+def list_keys(
+    org_id: Annotated[str | None, typer.Argument(help="Organisation id (default all)")] = None,
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """List API keys (never their secrets)."""
+    with _db(db).read() as session:
+        keys = admin.list_api_keys(session, org_id)
+    if as_json:
+        typer.echo(json.dumps(keys, indent=2))
+        return
+    for k in keys:
+        state = f"revoked {k['revoked_at']}" if k["revoked_at"] else "active"
+        typer.echo(f"{k['id']}  {k['prefix']:<18} {k['environment']:<4}  {state:<10}  {k['name']}")
+
+
+@admin_app.command("revoke-key")
+def revoke_key(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…)")],
+    db: DbOption = "bpservice.db",
+) -> None:
+    """Revoke an API key at once."""
+    with _db(db).write() as session:
+        try:
+            key = admin.revoke_api_key(session, key_id)
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    typer.echo(f"revoked {key.id} at {key.revoked_at.isoformat() if key.revoked_at else ''}")
+
+
+def main() -> None:
+    app(prog_name="bpservice")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy models, engine and sessions. SQL is kept portable (SQLite, PostgreSQL)."""

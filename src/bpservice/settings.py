@@ -1,0 +1,45 @@
+"""One settings object for the whole service; tests build their own with a scaled window and clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Clock = Callable[[], dt.datetime]
+
+
+def system_clock() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def database_url(path_or_url: str) -> str:
+    """Accept a SQLAlchemy URL as is, and treat anything else as a SQLite file path."""
+    if "://" in path_or_url:
+        return path_or_url
+    return f"sqlite:///{Path(path_or_url).expanduser().resolve()}"
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Requests allowed per window for each bucket class (spec, Limits)."""
+
+    per_key: int = 1000
+    per_user: int = 300
+    bulk: int = 10
+    reports: int = 20
+    window_seconds: int = 60
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = "sqlite:///bpservice.db"
+    rate_limits: RateLimits = field(default_factory=RateLimits)
+    clock: Clock = system_clock
+    # Largest request body accepted; a full 500-reading batch is about 100 KB.
+    max_body_bytes: int = 5 * 1024 * 1024
+    # Public address of this server, used in absolute links (report downloads); None = from request.
+    public_base_url: str | None = None
+    # Start background workers (webhook delivery, report generation) with the app.
+    run_workers: bool = True
