@@ -1,0 +1,3 @@
+"""Tables for benchmarks (service part 2). Import Base from bpservice.db.models."""
+
+from __future__ import annotations
