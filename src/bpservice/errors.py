@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any
 
@@ -12,6 +13,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger("bpservice")
+
+
+def _utc_timestamp(value: dt.datetime) -> str:
+    # The same spelling as response bodies: ISO 8601 UTC with a Z.
+    return value.astimezone(dt.UTC).isoformat().removesuffix("+00:00") + "Z"
 
 
 class APIError(Exception):
@@ -27,7 +33,11 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {
-            "error": {"code": self.code, "message": self.message, **jsonable_encoder(self.extra)}
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                **jsonable_encoder(self.extra, custom_encoder={dt.datetime: _utc_timestamp}),
+            }
         }
 
 
@@ -78,6 +88,27 @@ def pydantic_details(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
     return details
 
 
+# FastAPI's message when reading or decoding the body fails for a reason other than JSON syntax.
+_FASTAPI_BODY_PARSE_ERROR = "There was an error parsing the body"
+
+
+def is_json_media_type(content_type: str) -> bool:
+    media = content_type.split(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def _body_not_parsed(errors: list[dict[str, Any]]) -> bool:
+    """True when a body was sent but FastAPI passed it on unparsed (as bytes)."""
+    return any(
+        tuple(e.get("loc", ())) == ("body",)
+        and e.get("type") in ("model_attributes_type", "dict_type")
+        and isinstance(e.get("input"), bytes | bytearray)
+        for e in errors
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -88,6 +119,16 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = list(exc.errors())
         if any(e.get("type") == "json_invalid" for e in errors):
             return error_response(400, "invalid_json", "The request body is not valid JSON.")
+        content_type = request.headers.get("content-type") or ""
+        if not is_json_media_type(content_type) and _body_not_parsed(errors):
+            # FastAPI hands a body without a JSON content type to the model as raw bytes; name
+            # the real problem instead of "Input should be a valid dictionary".
+            sent = content_type.split(";")[0].strip()[:100] or "no Content-Type"
+            return error_response(
+                415,
+                "unsupported_media_type",
+                f"Request bodies must be sent as Content-Type: application/json (got {sent}).",
+            )
         details = pydantic_details(errors)
         fields = ", ".join(d["field"] for d in details[:5])
         return error_response(
@@ -99,6 +140,9 @@ def install_error_handlers(app: FastAPI) -> None:
         codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
         code = codes.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else "Request failed."
+        if exc.status_code == 400 and message == _FASTAPI_BODY_PARSE_ERROR:
+            # JSON the decoder refuses beyond syntax, e.g. integers longer than 4,300 digits.
+            code, message = "invalid_json", "The request body is not valid JSON."
         if exc.status_code == 404:
             message = f"No route for {request.method} {request.url.path}."
         return JSONResponse(

@@ -19,6 +19,17 @@ from bpservice.ids import new_id
 NEVER_EMITTED = frozenset({"meter.reading.updated", "dividend.statement.available"})
 
 
+def utc_timestamp(value: dt.datetime) -> str:
+    """ISO 8601 in UTC with a `Z`, the way the API writes every timestamp."""
+    text = value.astimezone(dt.UTC).isoformat()
+    return text.removesuffix("+00:00") + "Z"
+
+
+def encode(data: Any) -> Any:
+    """JSON-ready data whose timestamps read exactly as in API responses."""
+    return jsonable_encoder(data, custom_encoder={dt.datetime: utc_timestamp})
+
+
 def record_event(
     session: Session,
     *,
@@ -36,7 +47,7 @@ def record_event(
         environment=environment,
         type=type,
         created_at=now,
-        data=jsonable_encoder(data),
+        data=encode(data),
     )
     session.add(event)
     return event
@@ -47,6 +58,6 @@ def event_body(event: Event) -> dict[str, Any]:
     return {
         "id": event.id,
         "type": event.type,
-        "created_at": jsonable_encoder(event.created_at),
+        "created_at": utc_timestamp(event.created_at),
         "data": event.data,
     }

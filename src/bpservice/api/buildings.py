@@ -18,7 +18,7 @@ from bpservice.api.deps import (
     paginate,
     require,
 )
-from bpservice.api.responses import errors
+from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import (
     BuildingCreate,
     BuildingDetail,
@@ -68,7 +68,7 @@ def _writable_property(session: Session, principal: Principal, property_id: str)
 @router.get(
     "/v1/properties/{property_id}/buildings",
     response_model=Page[BuildingSummary],
-    responses=errors(404, 422),
+    responses=read_responses(404, 422),
 )
 def list_buildings(
     property_id: str, principal: Read, session: ReadSession, pages: Pagination
@@ -86,7 +86,7 @@ def list_buildings(
 @router.get(
     "/v1/properties/{property_id}/buildings/{building_id}",
     response_model=Data[BuildingDetail],
-    responses=errors(404),
+    responses=read_responses(404),
 )
 def get_building(property_id: str, building_id: str, principal: Read, session: ReadSession) -> dict:
     load_property(session, principal, property_id)
@@ -98,7 +98,7 @@ def get_building(property_id: str, building_id: str, principal: Read, session: R
     "/v1/properties/{property_id}/buildings",
     status_code=201,
     response_model=Data[BuildingDetail],
-    responses=errors(400, 404, 409, 422),
+    responses=write_responses(201, 400, 404, 409, 422),
 )
 def create_building(
     property_id: str, body: BuildingCreate, principal: Write, session: WriteSession, clock: Clock
@@ -146,7 +146,7 @@ def create_building(
 @router.patch(
     "/v1/properties/{property_id}/buildings/{building_id}",
     response_model=Data[BuildingDetail],
-    responses=errors(400, 404, 409, 422),
+    responses=write_responses(200, 400, 404, 409, 422),
 )
 def update_building(
     property_id: str,
@@ -204,7 +204,7 @@ def _lock_view(session: Session, building: Building) -> dict:
 @router.get(
     "/v1/buildings/{building_id}/lock",
     response_model=Data[LockOut],
-    responses=errors(404),
+    responses=read_responses(404),
     tags=["readings"],
 )
 def get_lock(building_id: str, principal: MeterRead, session: ReadSession) -> dict:
@@ -214,7 +214,7 @@ def get_lock(building_id: str, principal: MeterRead, session: ReadSession) -> di
 @router.post(
     "/v1/buildings/{building_id}/lock",
     response_model=Data[LockOut],
-    responses=errors(400, 404, 409, 422),
+    responses=write_responses(200, 400, 404, 409, 422),
     tags=["readings"],
     summary="Lock the building's readings through a date",
     description="Readings that end on or before `locked_through` can no longer be deleted, and no "

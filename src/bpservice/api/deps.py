@@ -84,8 +84,12 @@ def _write_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-ReadSession = Annotated[Session, Depends(_read_session)]
-WriteSession = Annotated[Session, Depends(_write_session)]
+# scope="function": the session closes (and a write commits) when the endpoint returns, before the
+# response is sent. With the default request scope FastAPI sends the response first, so a client
+# could be told 201 for a write that then failed to commit, or read its own write before it
+# committed.
+ReadSession = Annotated[Session, Depends(_read_session, scope="function")]
+WriteSession = Annotated[Session, Depends(_write_session, scope="function")]
 Clock = Annotated[Callable[[], dt.datetime], Depends(get_clock)]
 
 

@@ -21,7 +21,7 @@ from bpservice.api.deps import (
     paginate,
     require,
 )
-from bpservice.api.responses import errors
+from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import (
     BatchRequest,
     BatchResult,
@@ -53,7 +53,7 @@ Write = Annotated[Principal, Depends(require("meters:write", write=True))]
 FUTURE_GRACE_DAYS = 1
 
 
-@router.get("", response_model=Page[MeterOut], responses=errors(404, 422))
+@router.get("", response_model=Page[MeterOut], responses=read_responses(404, 422))
 def list_meters(building_id: str, principal: Read, session: ReadSession, pages: Pagination) -> dict:
     load_building(session, principal, building_id)
     query = (
@@ -63,12 +63,17 @@ def list_meters(building_id: str, principal: Read, session: ReadSession, pages: 
     return {"data": [meter_view(m) for m in rows], "meta": pages.meta(total)}
 
 
-@router.get("/{meter_id}", response_model=Data[MeterOut], responses=errors(404))
+@router.get("/{meter_id}", response_model=Data[MeterOut], responses=read_responses(404))
 def get_meter(building_id: str, meter_id: str, principal: Read, session: ReadSession) -> dict:
     return {"data": meter_view(load_meter(session, principal, building_id, meter_id))}
 
 
-@router.post("", status_code=201, response_model=Data[MeterOut], responses=errors(400, 404, 422))
+@router.post(
+    "",
+    status_code=201,
+    response_model=Data[MeterOut],
+    responses=write_responses(201, 400, 404, 422),
+)
 def create_meter(
     building_id: str, body: MeterCreate, principal: Write, session: WriteSession, clock: Clock
 ) -> dict:
@@ -126,13 +131,13 @@ def _store(
     recalc: Recalc,
 ) -> list[dict[str, Any]]:
     """Insert accepted readings with their anomaly flags, events and the meter's latest date."""
-    history = as_history(nearby) + [
-        rules.PastReading(r.start_date, r.end_date, r.consumption) for _, r in accepted
-    ]
+    history = rules.History(
+        as_history(nearby)
+        + [rules.PastReading(r.start_date, r.end_date, r.consumption) for _, r in accepted]
+    )
     rows = []
     for _, r in accepted:
-        period = rules.Period(r.start_date, r.end_date)
-        average = rules.twelve_month_average(history, period)
+        flags = history.flags(r.consumption, rules.Period(r.start_date, r.end_date))
         rows.append(
             {
                 "id": new_id("reading"),
@@ -148,7 +153,7 @@ def _store(
                 "cost_currency": r.cost_currency,
                 "demand_kw": r.demand_kw,
                 "source": "api",
-                "anomaly_flags": rules.anomaly_flags(r.consumption, average),
+                "anomaly_flags": flags,
                 "created_at": now,
             }
         )
@@ -206,7 +211,7 @@ def _reading_out(row: dict[str, Any]) -> dict[str, Any]:
     "/{meter_id}/readings",
     status_code=201,
     response_model=Data[ReadingOut],
-    responses=errors(400, 404, 409, 422),
+    responses=write_responses(201, 400, 404, 409, 422),
 )
 def submit_reading(
     building_id: str,
@@ -238,7 +243,7 @@ def submit_reading(
     "/{meter_id}/readings/batch",
     status_code=201,
     response_model=Data[BatchResult],
-    responses=errors(400, 404, 413, 422),
+    responses=write_responses(201, 400, 404, 413, 422),
     description="Stores every valid reading and rejects the rest; the answer is 201 whenever the "
     "batch itself was well formed, with `accepted`/`rejected` counts, the stored `readings`, and "
     "one entry in `errors` for each rejected reading naming its `index` in the batch.",
@@ -310,7 +315,11 @@ def submit_batch(
     }
 
 
-@router.get("/{meter_id}/readings", response_model=Page[ReadingOut], responses=errors(404, 422))
+@router.get(
+    "/{meter_id}/readings",
+    response_model=Page[ReadingOut],
+    responses=read_responses(404, 422),
+)
 def list_readings(
     building_id: str,
     meter_id: str,
@@ -342,7 +351,7 @@ def list_readings(
     "/{meter_id}/readings/{reading_id}",
     status_code=204,
     response_class=Response,
-    responses=errors(404),
+    responses=write_responses(204, 404),
 )
 def delete_reading(
     building_id: str,

@@ -16,7 +16,7 @@ from bpservice.api.deps import (
     paginate,
     require,
 )
-from bpservice.api.responses import errors
+from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import (
     Data,
     Page,
@@ -30,7 +30,7 @@ from bpservice.api.schemas import (
 from bpservice.api.types import Country, PropertyType
 from bpservice.api.views import building_totals, property_created, property_detail, property_summary
 from bpservice.auth import Principal
-from bpservice.db.models import Property
+from bpservice.db.models import Property, User
 from bpservice.errors import APIError, validation_error
 from bpservice.events import record_event
 from bpservice.ids import new_id
@@ -47,7 +47,7 @@ Read = Annotated[Principal, Depends(require("properties:read"))]
 Write = Annotated[Principal, Depends(require("properties:write", write=True))]
 
 
-@router.get("", response_model=Page[PropertySummary], responses=errors(422))
+@router.get("", response_model=Page[PropertySummary], responses=read_responses(422))
 def list_properties(
     principal: Read,
     session: ReadSession,
@@ -59,7 +59,10 @@ def list_properties(
     ] = None,
     sort: Annotated[
         str,
-        Query(description="name, created_at or updated_at; a leading - sorts descending"),
+        Query(
+            pattern="^-?(name|created_at|updated_at)$",
+            description="name, created_at or updated_at; a leading - sorts descending",
+        ),
     ] = "created_at",
 ) -> dict:
     column = SORTABLE.get(sort.removeprefix("-"))
@@ -88,12 +91,17 @@ def list_properties(
     }
 
 
-@router.get("/{property_id}", response_model=Data[PropertyDetail], responses=errors(404))
+@router.get("/{property_id}", response_model=Data[PropertyDetail], responses=read_responses(404))
 def get_property(property_id: str, principal: Read, session: ReadSession) -> dict:
     return {"data": property_detail(session, load_property(session, principal, property_id))}
 
 
-@router.post("", status_code=201, response_model=Data[PropertyCreated], responses=errors(400, 422))
+@router.post(
+    "",
+    status_code=201,
+    response_model=Data[PropertyCreated],
+    responses=write_responses(201, 400, 422),
+)
 def create_property(
     body: PropertyCreate, principal: Write, session: WriteSession, clock: Clock
 ) -> dict:
@@ -118,6 +126,11 @@ def create_property(
     )
     session.add(prop)
     session.flush()
+    if principal.property_access is not None:
+        # A user limited to some properties keeps seeing what they create (docs/decisions.md D38).
+        creator = session.get(User, principal.user_id)
+        if creator is not None and creator.property_access is not None:
+            creator.property_access = [*creator.property_access, prop.id]
     view = property_created(session, prop)
     record_event(
         session,
@@ -131,7 +144,9 @@ def create_property(
 
 
 @router.patch(
-    "/{property_id}", response_model=Data[PropertyDetail], responses=errors(400, 404, 409, 422)
+    "/{property_id}",
+    response_model=Data[PropertyDetail],
+    responses=write_responses(200, 400, 404, 409, 422),
 )
 def update_property(
     property_id: str, body: PropertyUpdate, principal: Write, session: WriteSession, clock: Clock
@@ -168,7 +183,9 @@ def update_property(
 
 
 @router.post(
-    "/{property_id}/archive", response_model=Data[PropertyArchived], responses=errors(404, 409)
+    "/{property_id}/archive",
+    response_model=Data[PropertyArchived],
+    responses=write_responses(200, 404, 409),
 )
 def archive_property(
     property_id: str, principal: Write, session: WriteSession, clock: Clock

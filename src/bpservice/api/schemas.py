@@ -4,9 +4,18 @@ model so the OpenAPI document states exactly which fields each answer carries.""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from bpservice.api.types import (
     Area,
@@ -26,6 +35,7 @@ from bpservice.api.types import (
     Percent,
     PropertyType,
     Quantity,
+    ReadingDate,
     Role,
     ShortText,
     UseType,
@@ -33,6 +43,13 @@ from bpservice.api.types import (
 )
 
 T = TypeVar("T")
+
+
+def _not_null(cls: type, value: Any, info: ValidationInfo) -> Any:
+    """PATCH: a required field may be left out, but not set to null."""
+    if value is None:
+        raise ValueError(f"{info.field_name} cannot be null")
+    return value
 
 
 class Request(BaseModel):
@@ -101,12 +118,7 @@ class AddressPatch(Request):
     latitude: Latitude | None = None
     longitude: Longitude | None = None
 
-    @model_validator(mode="after")
-    def _required_not_null(self) -> AddressPatch:
-        for name in ("street", "city", "country"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"address.{name} cannot be null")
-        return self
+    _required_not_null = field_validator("street", "city", "country")(_not_null)
 
 
 class PropertyCreate(Request):
@@ -122,12 +134,7 @@ class PropertyUpdate(Request):
     type: PropertyType | None = None
     internal_ref: ShortText | None = None
 
-    @model_validator(mode="after")
-    def _required_not_null(self) -> PropertyUpdate:
-        for name in ("name", "address", "type"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
-        return self
+    _required_not_null = field_validator("name", "address", "type")(_not_null)
 
 
 class AddressSummary(BaseModel):
@@ -210,12 +217,9 @@ class BuildingUpdate(Request):
     renewable_capacity_kw: NonNegative | None = None
     car_park_area_m2: OptionalArea | None = None
 
-    @model_validator(mode="after")
-    def _required_not_null(self) -> BuildingUpdate:
-        for name in ("name", "primary_use_type", "gfa_m2", "year_built", "floors"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
-        return self
+    _required_not_null = field_validator(
+        "name", "primary_use_type", "gfa_m2", "year_built", "floors"
+    )(_not_null)
 
 
 class UseTypeOut(BaseModel):
@@ -292,18 +296,20 @@ class MeterOut(BaseModel):
 
 
 class ReadingCreate(Request):
-    start_date: ISODate
-    end_date: ISODate
+    start_date: ReadingDate
+    end_date: ReadingDate
     consumption: Quantity
     cost: Quantity | None = None
     cost_currency: Currency | None = None
     demand_kw: NonNegative | None = None
 
-    @model_validator(mode="after")
-    def _ordered(self) -> ReadingCreate:
-        if self.end_date < self.start_date:
+    @field_validator("end_date")
+    @classmethod
+    def _ordered(cls, end_date: dt.date, info: ValidationInfo) -> dt.date:
+        start_date = info.data.get("start_date")
+        if start_date is not None and end_date < start_date:
             raise ValueError("end_date must be on or after start_date")
-        return self
+        return end_date
 
 
 class BatchRequest(Request):
@@ -352,23 +358,44 @@ class BatchResult(BaseModel):
 PropertyAccess = Literal["all"] | list[str]
 
 
+def _property_access_in(value: Any) -> str | list[str]:
+    """One clear error instead of one per union branch."""
+    if value == "all":
+        return "all"
+    if isinstance(value, list) and all(isinstance(v, str) for v in value) and len(value) <= 10_000:
+        return list(value)
+    raise PydanticCustomError(
+        "property_access", 'property_access must be "all" or an array of property ids'
+    )
+
+
+PropertyAccessIn = Annotated[
+    Any,
+    PlainValidator(_property_access_in),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "const": "all"},
+                {"type": "array", "items": {"type": "string"}},
+            ],
+            "description": '"all", or an array of property ids',
+        }
+    ),
+]
+
+
 class UserInvite(Request):
     email: Email
     role: Role
-    property_access: PropertyAccess = "all"
+    property_access: PropertyAccessIn = "all"
     name: ShortText | None = None
 
 
 class UserUpdate(Request):
     role: Role | None = None
-    property_access: PropertyAccess | None = None
+    property_access: PropertyAccessIn = None
 
-    @model_validator(mode="after")
-    def _not_null(self) -> UserUpdate:
-        for name in ("role", "property_access"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
-        return self
+    _required_not_null = field_validator("role", "property_access")(_not_null)
 
 
 class UserSummary(BaseModel):

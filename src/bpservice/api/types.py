@@ -36,7 +36,7 @@ def _currency(value: str) -> str:
     return code
 
 
-_EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+_EMAIL_RE = re.compile(r"^[^@\s\x00]{1,64}@[^@\s\x00]+\.[^@\s\x00]{2,}$")
 
 
 def _email(value: str) -> str:
@@ -45,7 +45,9 @@ def _email(value: str) -> str:
     return value.lower()
 
 
-def _one_of(allowed: tuple[str, ...], what: str) -> AfterValidator:
+def _one_of(allowed: tuple[str, ...], what: str) -> Any:
+    """A string from a closed vocabulary; the OpenAPI schema lists the values as an enum."""
+
     def check(value: str) -> str:
         if value not in allowed:
             raise ValueError(
@@ -53,15 +55,41 @@ def _one_of(allowed: tuple[str, ...], what: str) -> AfterValidator:
             )
         return value
 
-    return AfterValidator(check)
+    return Annotated[str, AfterValidator(check), Field(json_schema_extra={"enum": list(allowed)})]
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL, and no name or reference legitimately contains one.
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
 
 
 Email = Annotated[
     str, StringConstraints(strip_whitespace=True, max_length=254), AfterValidator(_email)
 ]
 ISODate = Annotated[dt.date, BeforeValidator(_date_string)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+
+# Metered utility data starts in the 1880s; the bound keeps year-1 dates (whose one-year anomaly
+# window and reporting periods fall before the calendar) out of every calculation.
+EARLIEST_READING_DATE = dt.date(1900, 1, 1)
+
+
+def _reading_date(value: dt.date) -> dt.date:
+    if value < EARLIEST_READING_DATE:
+        raise ValueError(f"must be on or after {EARLIEST_READING_DATE.isoformat()}")
+    return value
+
+
+ReadingDate = Annotated[ISODate, AfterValidator(_reading_date)]
+Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
+    AfterValidator(_no_nul),
+]
+ShortText = Annotated[
+    str, StringConstraints(strip_whitespace=True, max_length=200), AfterValidator(_no_nul)
+]
 Country = Annotated[
     str,
     StringConstraints(min_length=2, max_length=2),
@@ -69,11 +97,11 @@ Country = Annotated[
     Field(description="ISO 3166-1 alpha-2 country code", examples=["GB"]),
 ]
 Currency = Annotated[str, StringConstraints(min_length=3, max_length=3), AfterValidator(_currency)]
-UseType = Annotated[str, _one_of(vocab.USE_TYPES, "use type")]
-PropertyType = Annotated[str, _one_of(vocab.PROPERTY_TYPES, "property type")]
-MeterType = Annotated[str, _one_of(vocab.METER_TYPES, "meter type")]
-MeterSource = Annotated[str, _one_of(vocab.METER_SOURCES, "meter source")]
-Role = Annotated[str, _one_of(vocab.ROLES, "role")]
+UseType = _one_of(vocab.USE_TYPES, "use type")
+PropertyType = _one_of(vocab.PROPERTY_TYPES, "property type")
+MeterType = _one_of(vocab.METER_TYPES, "meter type")
+MeterSource = _one_of(vocab.METER_SOURCES, "meter source")
+Role = _one_of(vocab.ROLES, "role")
 
 # Bounds keep every stored number finite and inside what SQLite and PostgreSQL hold.
 Area = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=1e8)]

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bpservice.api.deps import Clock, Pagination, ReadSession, WriteSession, paginate, require
-from bpservice.api.responses import errors
+from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import (
     Data,
     Page,
@@ -26,6 +26,7 @@ from bpservice.auth import Principal
 from bpservice.db.models import Property, User
 from bpservice.errors import APIError, not_found
 from bpservice.ids import new_id
+from bpservice.oauth.store import revoke_user_tokens
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 
@@ -63,10 +64,28 @@ def _active_owner_count(session: Session, org_id: str) -> int:
 def _property_access(
     session: Session, principal: Principal, access: str | list[str]
 ) -> list[str] | None:
-    """None for "all"; otherwise the listed ids, each a property of the caller's environment."""
+    """None for "all"; otherwise the listed ids, each a property of the caller's environment.
+
+    A caller who is limited to some properties cannot grant more than they have: "all" or an id
+    outside their own access answers 403 (docs/decisions.md D38)."""
+    limited = principal.property_access
     if access == "all":
+        if limited is not None:
+            raise APIError(
+                403,
+                "forbidden",
+                "You can only grant access to properties you have access to yourself, not 'all'.",
+            )
         return None
     ids = list(dict.fromkeys(access))
+    if limited is not None:
+        beyond = [pid for pid in ids if pid not in limited]
+        if beyond:
+            raise APIError(
+                403,
+                "forbidden",
+                f"You cannot grant access to properties outside your own: {', '.join(beyond)}.",
+            )
     if ids:
         found = set(
             session.scalars(
@@ -91,7 +110,7 @@ def _property_access(
     return ids
 
 
-@router.get("", response_model=Page[UserSummary], responses=errors(422))
+@router.get("", response_model=Page[UserSummary], responses=read_responses(422))
 def list_users(
     principal: Read,
     session: ReadSession,
@@ -112,13 +131,16 @@ def list_users(
     return {"data": [user_summary(u) for u in rows], "meta": pages.meta(total)}
 
 
-@router.get("/{user_id}", response_model=Data[UserDetail], responses=errors(404))
+@router.get("/{user_id}", response_model=Data[UserDetail], responses=read_responses(404))
 def get_user(user_id: str, principal: Read, session: ReadSession) -> dict:
     return {"data": user_detail(_load_user(session, principal, user_id))}
 
 
 @router.post(
-    "/invite", status_code=201, response_model=Data[UserInvited], responses=errors(400, 409, 422)
+    "/invite",
+    status_code=201,
+    response_model=Data[UserInvited],
+    responses=write_responses(201, 400, 409, 422),
 )
 def invite_user(body: UserInvite, principal: Write, session: WriteSession, clock: Clock) -> dict:
     acting = _acting_user(session, principal)
@@ -153,7 +175,11 @@ def invite_user(body: UserInvite, principal: Write, session: WriteSession, clock
     return {"data": user_invited(user)}
 
 
-@router.patch("/{user_id}", response_model=Data[UserDetail], responses=errors(400, 404, 409, 422))
+@router.patch(
+    "/{user_id}",
+    response_model=Data[UserDetail],
+    responses=write_responses(200, 400, 404, 409, 422),
+)
 def update_user(
     user_id: str, body: UserUpdate, principal: Write, session: WriteSession, clock: Clock
 ) -> dict:
@@ -183,7 +209,9 @@ def update_user(
 
 
 @router.post(
-    "/{user_id}/deactivate", response_model=Data[UserDeactivated], responses=errors(404, 409)
+    "/{user_id}/deactivate",
+    response_model=Data[UserDeactivated],
+    responses=write_responses(200, 404, 409),
 )
 def deactivate_user(user_id: str, principal: Write, session: WriteSession, clock: Clock) -> dict:
     user = _load_user(session, principal, user_id)
@@ -202,13 +230,15 @@ def deactivate_user(user_id: str, principal: Write, session: WriteSession, clock
     user.status = "deactivated"
     user.deactivated_at = now
     user.updated_at = now
+    # Access is revoked at once (spec), and for good: a later reactivation must not revive tokens.
+    revoke_user_tokens(session, user.id, "user_deactivated", now)
     return {"data": {"id": user.id, "status": "deactivated", "deactivated_at": now}}
 
 
 @router.post(
     "/{user_id}/reactivate",
     response_model=Data[UserDetail],
-    responses=errors(404, 409),
+    responses=write_responses(200, 404, 409),
     description="Restores a deactivated user: to active if they had accepted their invitation, "
     "otherwise to invited with a fresh invite_expires_at. Answers 200 with the full user.",
 )

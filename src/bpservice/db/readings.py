@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bpservice.db.models import Reading
-from bpservice.domain.readings import WINDOW_DAYS, PastReading
+from bpservice.domain.readings import WINDOW_DAYS, PastReading, days_before
 
 
 def readings_near(
@@ -17,14 +17,33 @@ def readings_near(
 ) -> list[tuple[str, dt.date, dt.date, float]]:
     """(id, start, end, consumption) of the meter's readings that end on or after a year before
     `start` and begin on or before `end`: every reading that could overlap a reading in
-    start..end, and every reading in the anomaly window of one."""
-    since = start - dt.timedelta(days=WINDOW_DAYS)
-    rows = session.execute(
-        select(Reading.id, Reading.start_date, Reading.end_date, Reading.consumption)
-        .where(Reading.meter_id == meter_id, Reading.end_date >= since, Reading.start_date <= end)
+    start..end, and every reading in the anomaly window of one.
+
+    Both queries are range seeks on the unique (meter_id, start_date) index. A single condition
+    on end_date >= since and start_date <= end would scan every later (or every earlier) reading
+    of the meter when the period lies inside a long history. Readings of one meter never overlap,
+    so at most one reading that starts before `since` can still end on or after it: the latest."""
+    since = days_before(start, WINDOW_DAYS)
+    columns = (Reading.id, Reading.start_date, Reading.end_date, Reading.consumption)
+    straddling = session.execute(
+        select(*columns)
+        .where(Reading.meter_id == meter_id, Reading.start_date < since)
+        .order_by(Reading.start_date.desc())
+        .limit(1)
+    ).first()
+    within = session.execute(
+        select(*columns)
+        .where(
+            Reading.meter_id == meter_id,
+            Reading.start_date >= since,
+            Reading.start_date <= end,
+        )
         .order_by(Reading.start_date)
     ).all()
-    return [tuple(r) for r in rows]  # type: ignore[misc]
+    rows = [tuple(r) for r in within]
+    if straddling is not None and straddling.end_date >= since:
+        rows.insert(0, tuple(straddling))
+    return rows  # type: ignore[return-value]
 
 
 def as_history(rows: list[tuple[str, dt.date, dt.date, float]]) -> list[PastReading]:
