@@ -79,3 +79,21 @@ def to_kwh(quantity: float, unit: str, meter_type: str) -> float | None:
 
 def kwh_to_kbtu(kwh: float) -> float:
     return kwh / KWH_PER_KBTU
+
+
+# Water volumes in m³ (benchmarks): 1 US gallon = 3.785411784 litres and 1 ft³ = 0.028316846592 m³
+# (exact definitions); ccf = 100 ft³ and kgal = 1,000 US gallons, as US water utilities bill.
+_WATER_M3 = {
+    "m3": 1.0,
+    "litres": 0.001,
+    "gallons": LITRES_PER_US_GALLON / 1000,
+    "kgal": LITRES_PER_US_GALLON,
+    "ccf": 2.8316846592,
+    "cf": 0.028316846592,
+}
+
+
+def to_m3(quantity: float, unit: str) -> float | None:
+    """A water meter's quantity in m³, or None for a unit that is not a volume."""
+    factor = _WATER_M3.get(unit)
+    return None if factor is None else quantity * factor
