@@ -1,0 +1,936 @@
+"""Report content as pure functions: plain dicts in (gathered by gather.py from the benchmark engine),
+a format-neutral Document out. Nothing here touches the database or the clock.
+
+Shapes of the inputs:
+- `report`: {id, type, format, period: {start, end} (dates), generated_at (datetime), filters?}
+- `organisation`: {id, name}
+- a building entry: {building: {id, name, primary_use_type, use_types, gfa_m2, year_built, floors,
+  occupancy_pct, operating_hours_week}, property: {id, name, type, internal_ref, street, city,
+  state, postal_code, country}, benchmark: the engine's building result (or None), energy_kwh:
+  {meter type: annualised kWh}, water_m3: float | None}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bpservice.domain import compliance
+from bpservice.domain.compliance import SQFT_PER_M2, BerdoResult, LL97Result
+from bpservice.reporting.catalogue import TEMPLATE_COLUMNS
+from bpservice.reporting.document import DASH, Column, Document, Facts, Note, Table, Value, number
+
+Entry = Mapping[str, Any]
+
+TYPE_TITLES = {
+    "benchmark_certificate": "Building Performance Certificate",
+    "portfolio_summary": "Portfolio Summary",
+    "compliance_esg": "ESG Disclosure: Energy, GHG and Water",
+    "compliance_ll97": "NYC Local Law 97 Emissions Assessment",
+    "compliance_berdo": "Boston BERDO 2.0 Emissions Assessment",
+    "custom": "Custom Report",
+}
+
+
+class NoData(Exception):
+    """The report has nothing to show (the worker marks it failed with code `no_data`)."""
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _date(value: Any) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value)[:10])
+
+
+def _timestamp(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _period_text(period: Mapping[str, Any] | None) -> str:
+    if not period:
+        return DASH
+    return f"{_date(period.get('start'))} to {_date(period.get('end'))}"
+
+
+def score_of(benchmark: Mapping[str, Any] | None, standard: str) -> Mapping[str, Any] | None:
+    for score in (benchmark or {}).get("scores") or []:
+        if score.get("standard") == standard:
+            return score
+    return None
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _meta(report: Entry, organisation: Entry) -> list[tuple[str, str]]:
+    return [
+        ("Report", str(report["id"])),
+        ("Organisation", str(organisation.get("name") or organisation.get("id"))),
+        ("Requested period", _period_text(report["period"])),
+        ("Generated", _timestamp(report["generated_at"])),
+    ]
+
+
+def _address(prop: Entry) -> str:
+    parts = [prop.get("street"), prop.get("city"), prop.get("state"), prop.get("postal_code")]
+    return ", ".join(str(p) for p in parts if p) + f" ({prop.get('country')})"
+
+
+def _json_meta(report: Entry, organisation: Entry, title: str) -> dict[str, Any]:
+    period = report["period"]
+    return {
+        "report_id": report["id"],
+        "report_type": report["type"],
+        "title": title,
+        "organisation": {"id": organisation.get("id"), "name": organisation.get("name")},
+        "reporting_period": {
+            "start": _date(period["start"]).isoformat(),  # type: ignore[union-attr]
+            "end": _date(period["end"]).isoformat(),  # type: ignore[union-attr]
+        },
+        "filters": report.get("filters") or {},
+        "generated_at": report["generated_at"]
+        .astimezone(dt.UTC)
+        .isoformat()
+        .replace("+00:00", "Z"),
+    }
+
+
+def has_energy(entry: Entry) -> bool:
+    return any(v for v in (entry.get("energy_kwh") or {}).values())
+
+
+# --- one row per building (portfolio summary and custom templates) -------------------------------
+
+
+def building_row(entry: Entry) -> dict[str, Value]:
+    """Every template column for one building; missing figures are None (printed as a dash)."""
+    b, p = entry["building"], entry["property"]
+    bench = entry.get("benchmark") or {}
+    energy = entry.get("energy_kwh") or {}
+    gfa = float(b["gfa_m2"])
+    eui = bench.get("eui_kwh_m2")
+    carbon = bench.get("carbon_intensity_kgco2e_m2")
+    water = entry.get("water_m3")
+    svc = score_of(bench, "svc") or {}
+    rating = score_of(bench, "energy_rating") or {}
+    epc = score_of(bench, "eu_epc") or {}
+    pathway = score_of(bench, "decarbonisation_pathway") or {}
+    period = bench.get("reporting_period") or {}
+    row: dict[str, Value] = {
+        "property_id": p["id"],
+        "property_name": p["name"],
+        "property_type": p.get("type"),
+        "internal_ref": p.get("internal_ref"),
+        "city": p.get("city"),
+        "country": p.get("country"),
+        "building_id": b["id"],
+        "building_name": b["name"],
+        "primary_use_type": b["primary_use_type"],
+        "gfa_m2": gfa,
+        "gfa_sqft": round(gfa * SQFT_PER_M2, 2),
+        "year_built": b.get("year_built"),
+        "floors": b.get("floors"),
+        "occupancy_pct": b.get("occupancy_pct"),
+        "operating_hours_week": b.get("operating_hours_week"),
+        "data_quality_grade": bench.get("data_quality_grade") or b.get("data_quality_grade"),
+        "reporting_period_start": _date(period.get("start")),
+        "reporting_period_end": _date(period.get("end")),
+        "eui_kwh_m2": eui,
+        "carbon_intensity_kgco2e_m2": carbon,
+        "annual_energy_kwh": sum(energy.values()) if energy else None,
+        "annual_emissions_tco2e": carbon * gfa / 1000 if carbon is not None else None,
+        "annual_water_m3": water,
+        "water_intensity_m3_m2": water / gfa if water is not None and gfa else None,
+        "svc_score": svc.get("score"),
+        "svc_percentile": svc.get("percentile"),
+        "svc_peer_group": svc.get("peer_group"),
+        "energy_rating_score": rating.get("score"),
+        "eu_epc_grade": epc.get("grade"),
+        "stranding_year_1_5c": pathway.get("stranding_year_1_5c"),
+        "stranding_year_2c": pathway.get("stranding_year_2c"),
+    }
+    for key in TEMPLATE_COLUMNS:
+        if key.endswith("_kwh") and key not in row:
+            row[key] = energy.get(key.removesuffix("_kwh"))
+    return row
+
+
+def _sum(rows: Sequence[Mapping[str, Value]], key: str) -> float | None:
+    values = [float(r[key]) for r in rows if isinstance(r.get(key), int | float)]
+    return sum(values) if values else None
+
+
+def _weighted(
+    rows: Sequence[Mapping[str, Value]], key: str, weight: str = "gfa_m2"
+) -> float | None:
+    """Area-weighted mean of `key` over the rows that have it."""
+    pairs = [
+        (float(r[key]), float(r[weight]))  # type: ignore[arg-type]
+        for r in rows
+        if isinstance(r.get(key), int | float) and isinstance(r.get(weight), int | float)
+    ]
+    area = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / area if area else None
+
+
+def _filters_text(filters: Mapping[str, Any] | None) -> str:
+    parts = [f"{k} = {v}" for k, v in (filters or {}).items() if v]
+    return ", ".join(parts) if parts else "all buildings"
+
+
+# --- benchmark certificate -----------------------------------------------------------------------
+
+
+def _out_of_100(value: Any) -> str:
+    return "Not scored" if value is None else f"{value} / 100"
+
+
+def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
+    standard = str(score.get("standard"))
+    if standard == "svc":
+        peers = f"{score.get('peer_count')} peer building(s) in group {score.get('peer_group')}"
+        if score.get("score") is None:
+            return ("svc benchmark", "Not scored", f"too few peers to score: {peers}")
+        return (
+            "svc benchmark",
+            _out_of_100(score["score"]),
+            f"percentile {score.get('percentile')}; {peers}",
+        )
+    if standard == "energy_rating":
+        if score.get("score") is None:
+            return ("Energy rating", "Not scored", "not eligible for a rating")
+        eligible = "eligible" if score.get("certification_eligible") else "not eligible"
+        return ("Energy rating", _out_of_100(score["score"]), f"certification {eligible}")
+    if standard == "eu_epc":
+        return (
+            "EU energy performance certificate",
+            f"Grade {score.get('grade')}",
+            f"{score.get('country_methodology')} methodology",
+        )
+    if standard == "decarbonisation_pathway":
+
+        def year(value: Any) -> str:
+            return "none by 2050" if value is None else str(value)
+
+        current = score.get("current_intensity_kgco2e_m2")
+        target = score.get("target_intensity_kgco2e_m2")
+        return (
+            "Decarbonisation pathway",
+            f"Stranding {year(score.get('stranding_year_1_5c'))} (1.5 °C)",
+            f"{year(score.get('stranding_year_2c'))} under 2 °C; current {current} vs target "
+            f"{target} kgCO2e/m² ({score.get('pathway')})",
+        )
+    if standard == "regional_rating":
+        if not score.get("applicable"):
+            return ("Regional rating", "Not applicable", str(score.get("reason") or ""))
+        value = score.get("score")
+        grade = score.get("grade")
+        result = (
+            "Not rated" if value is None else f"{value}" + (f" (band {grade})" if grade else "")
+        )
+        return ("Regional rating", result, str(score.get("scheme") or ""))
+    value = score.get("score", score.get("grade", ""))
+    return (_label(standard), str(value), "")
+
+
+def _energy_table(energy: Mapping[str, float]) -> Table:
+    total = sum(energy.values())
+    rows: list[dict[str, Value]] = [
+        {"source": _label(m), "kwh": kwh, "share": 100 * kwh / total if total else None}
+        for m, kwh in sorted(energy.items(), key=lambda kv: -kv[1])
+        if kwh
+    ]
+    return Table(
+        "Energy",
+        "Annual energy by source",
+        [
+            Column("source", "Source"),
+            Column("kwh", "Energy", "number", 0, "kWh/yr"),
+            Column("share", "Share", "percent", 1),
+        ],
+        rows,
+        totals={"source": "Total", "kwh": total, "share": 100.0 if total else None},
+    )
+
+
+def benchmark_certificate(
+    report: Entry, organisation: Entry, entry: Entry, history: Sequence[Entry]
+) -> Document:
+    bench = entry.get("benchmark") or {}
+    if bench.get("eui_kwh_m2") is None or not has_energy(entry):
+        raise NoData("The building has no energy data for the reporting period.")
+    b, p = entry["building"], entry["property"]
+    row = building_row(entry)
+    meta = [
+        ("Certificate no.", str(report["id"])),
+        ("Organisation", str(organisation.get("name"))),
+        ("Assessment period", _period_text(bench.get("reporting_period"))),
+        ("Requested period", _period_text(report["period"])),
+        ("Issued", _timestamp(report["generated_at"])),
+    ]
+    headline = Facts(
+        "Performance",
+        [
+            ("Energy use intensity", f"{number(bench['eui_kwh_m2'], 1)} kWh/m²/yr"),
+            (
+                "Carbon intensity",
+                f"{number(bench.get('carbon_intensity_kgco2e_m2') or 0, 1)} kgCO2e/m²/yr",
+            ),
+            ("Data quality grade", str(bench.get("data_quality_grade"))),
+            ("Annual energy", f"{number(row['annual_energy_kwh'] or 0)} kWh"),  # type: ignore[arg-type]
+            (
+                "Annual emissions",
+                f"{number(row['annual_emissions_tco2e'] or 0, 1)} tCO2e",  # type: ignore[arg-type]
+            ),
+        ],
+        emphasis=True,
+    )
+    building = Facts(
+        "Building",
+        [
+            ("Property", f"{p['name']}, {_address(p)}"),
+            ("Primary use", _label(b["primary_use_type"])),
+            ("Gross floor area", f"{number(b['gfa_m2'])} m² ({number(row['gfa_sqft'] or 0)} ft²)"),  # type: ignore[arg-type]
+            ("Year built / floors", f"{b.get('year_built')} / {b.get('floors')}"),
+        ],
+    )
+    scores = [_score_line(s) for s in bench.get("scores") or []]
+    score_table = Table(
+        "Scores",
+        "Scores by standard",
+        [Column("standard", "Standard"), Column("result", "Result"), Column("detail", "Detail")],
+        [{"standard": s, "result": r, "detail": d} for s, r, d in scores],
+    )
+    sections: list[Facts | Table | Note] = [headline, building, score_table]
+    sections.append(_energy_table(entry.get("energy_kwh") or {}))
+    if history:
+        sections.append(
+            Table(
+                "History",
+                "History by reporting period (newest first)",
+                [
+                    Column("period", "Period"),
+                    Column("eui", "EUI", "number", 1, "kWh/m²"),
+                    Column("svc", "svc score", "integer"),
+                    Column("rating", "Energy rating", "integer"),
+                ],
+                [
+                    {
+                        "period": _period_text(h.get("period")),
+                        "eui": h.get("eui_kwh_m2"),
+                        "svc": h.get("svc_score"),
+                        "rating": h.get("energy_rating_score"),
+                    }
+                    for h in history
+                ],
+            )
+        )
+    sections.append(
+        Note(
+            None,
+            "Figures are annualised from the meter readings held by the service for the "
+            "assessment period; scores are the service's benchmark results at the time of issue.",
+        )
+    )
+    return Document(
+        TYPE_TITLES["benchmark_certificate"],
+        f"{b['name']} · {p['name']}",
+        meta,
+        sections,
+        data=_json_meta(report, organisation, TYPE_TITLES["benchmark_certificate"]),
+    )
+
+
+# --- portfolio summary ---------------------------------------------------------------------------
+
+_PORTFOLIO_COLUMNS = [
+    "property_name",
+    "building_name",
+    "country",
+    "primary_use_type",
+    "gfa_m2",
+    "data_quality_grade",
+    "eui_kwh_m2",
+    "carbon_intensity_kgco2e_m2",
+    "annual_energy_kwh",
+    "annual_emissions_tco2e",
+    "svc_score",
+    "energy_rating_score",
+]
+
+
+def _require_entries(entries: Sequence[Entry], filters: Mapping[str, Any] | None) -> None:
+    if not entries:
+        raise NoData(f"No active building matches the filters ({_filters_text(filters)}).")
+
+
+def portfolio_totals(rows: Sequence[Mapping[str, Value]]) -> dict[str, Value]:
+    """The totals row: sums of quantities, area-weighted means of intensities and scores."""
+    svc = _weighted(rows, "svc_score")
+    rating = _weighted(rows, "energy_rating_score")
+    return {
+        "property_name": "Total",
+        "building_name": f"{len(rows)} buildings",
+        "gfa_m2": _sum(rows, "gfa_m2"),
+        "eui_kwh_m2": _weighted(rows, "eui_kwh_m2"),
+        "carbon_intensity_kgco2e_m2": _weighted(rows, "carbon_intensity_kgco2e_m2"),
+        "annual_energy_kwh": _sum(rows, "annual_energy_kwh"),
+        "annual_emissions_tco2e": _sum(rows, "annual_emissions_tco2e"),
+        "svc_score": round(svc) if svc is not None else None,
+        "energy_rating_score": round(rating) if rating is not None else None,
+    }
+
+
+def portfolio_summary(
+    report: Entry, organisation: Entry, entries: Sequence[Entry], portfolio: Entry | None
+) -> Document:
+    filters = report.get("filters")
+    _require_entries(entries, filters)
+    rows = [building_row(e) for e in entries]
+    rows.sort(
+        key=lambda r: (str(r["property_name"]), str(r["building_name"]), str(r["building_id"]))
+    )
+    columns = [TEMPLATE_COLUMNS[k].column for k in _PORTFOLIO_COLUMNS]
+    totals = portfolio_totals(rows)
+    with_data = sum(1 for r in rows if r["eui_kwh_m2"] is not None)
+    facts: list[tuple[str, str]] = [
+        ("Buildings", f"{len(rows)} ({with_data} with energy data)"),
+        ("Total floor area", f"{number(totals['gfa_m2'] or 0)} m²"),  # type: ignore[arg-type]
+    ]
+    if totals["eui_kwh_m2"] is not None:
+        facts.append(("Area-weighted EUI", f"{number(totals['eui_kwh_m2'], 1)} kWh/m²/yr"))  # type: ignore[arg-type]
+    if totals["carbon_intensity_kgco2e_m2"] is not None:
+        facts.append(
+            (
+                "Area-weighted carbon intensity",
+                f"{number(totals['carbon_intensity_kgco2e_m2'], 1)} kgCO2e/m²/yr",  # type: ignore[arg-type]
+            )
+        )
+    facts.append(("Annual emissions", f"{number(totals['annual_emissions_tco2e'] or 0, 1)} tCO2e"))  # type: ignore[arg-type]
+    if portfolio:
+        if portfolio.get("weighted_svc_score") is not None:
+            facts.append(("Weighted svc score", number(portfolio["weighted_svc_score"], 0)))
+        grades = portfolio.get("grade_distribution") or {}
+        if grades:
+            facts.append(
+                ("Data quality grades", " · ".join(f"{g} {grades.get(g, 0)}" for g in "ABCDEF"))
+            )
+    title = TYPE_TITLES["portfolio_summary"]
+    return Document(
+        title,
+        f"{organisation.get('name')} · {_filters_text(filters)}",
+        _meta(report, organisation),
+        [
+            Facts("Portfolio", facts, emphasis=True),
+            Table(
+                "Buildings",
+                "Buildings",
+                columns,
+                rows,
+                totals=totals,
+                note="Totals: sums of floor area, energy and emissions; EUI, carbon intensity and "
+                "scores are floor-area-weighted means over the buildings that have them.",
+            ),
+        ],
+        data=_json_meta(report, organisation, title),
+    )
+
+
+# --- ESG workbook --------------------------------------------------------------------------------
+
+_HEAT = ("district_heating", "district_cooling", "steam")
+# Fuels burnt on site (Scope 1); everything else is purchased energy (Scope 2). A CHP meter records
+# the gas burnt in the on-site unit.
+_SCOPE_1 = frozenset({"natural_gas", "fuel_oil", "diesel", "lpg", "chp"})
+_FUELS = ("fuel_oil", "diesel", "lpg", "chp")
+
+
+def _per_property(entries: Sequence[Entry]) -> list[tuple[Entry, list[Entry]]]:
+    groups: dict[str, tuple[Entry, list[Entry]]] = {}
+    for e in entries:
+        prop = e["property"]
+        groups.setdefault(prop["id"], (prop, []))[1].append(e)
+    return sorted(groups.values(), key=lambda g: (str(g[0]["name"]), str(g[0]["id"])))
+
+
+def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry]) -> Document:
+    filters = report.get("filters")
+    _require_entries(entries, filters)
+    energy_rows: list[dict[str, Value]] = []
+    ghg_rows: list[dict[str, Value]] = []
+    water_rows: list[dict[str, Value]] = []
+    for prop, members in _per_property(entries):
+        gfa = sum(float(e["building"]["gfa_m2"]) for e in members)
+        base = {"property": prop["name"], "country": prop.get("country"), "buildings": len(members)}
+        by_type: dict[str, float] = {}
+        for e in members:
+            for m, kwh in (e.get("energy_kwh") or {}).items():
+                by_type[m] = by_type.get(m, 0.0) + kwh
+        energy_covered = [e for e in members if has_energy(e)]
+        covered_gfa = sum(float(e["building"]["gfa_m2"]) for e in energy_covered)
+        total = sum(by_type.values())
+        energy_rows.append(
+            {
+                **base,
+                "gfa_m2": gfa,
+                "covered": len(energy_covered),
+                "electricity": by_type.get("electricity", 0.0),
+                "gas": by_type.get("natural_gas", 0.0),
+                "heat": sum(by_type.get(m, 0.0) for m in _HEAT),
+                "fuels": sum(by_type.get(m, 0.0) for m in _FUELS),
+                "solar": by_type.get("solar", 0.0),
+                "total": total,
+                "intensity": total / covered_gfa if covered_gfa else None,
+            }
+        )
+        carbon = [
+            (float(e["benchmark"]["carbon_intensity_kgco2e_m2"]), float(e["building"]["gfa_m2"]))
+            for e in members
+            if (e.get("benchmark") or {}).get("carbon_intensity_kgco2e_m2") is not None
+        ]
+        emissions_t = sum(c * a for c, a in carbon) / 1000
+        carbon_gfa = sum(a for _, a in carbon)
+        scope1 = scope2 = 0.0
+        for e in members:
+            for m, kg in (e.get("kgco2e_by_type") or {}).items():
+                if m in _SCOPE_1:
+                    scope1 += kg / 1000
+                else:
+                    scope2 += kg / 1000
+        ghg_rows.append(
+            {
+                **base,
+                "gfa_m2": gfa,
+                "covered": len(carbon),
+                "scope1": scope1 if carbon else None,
+                "scope2": scope2 if carbon else None,
+                "emissions": emissions_t if carbon else None,
+                "intensity": 1000 * emissions_t / carbon_gfa if carbon_gfa else None,
+            }
+        )
+        water = [
+            (float(e["water_m3"]), float(e["building"]["gfa_m2"]))
+            for e in members
+            if e.get("water_m3") is not None
+        ]
+        water_gfa = sum(a for _, a in water)
+        water_rows.append(
+            {
+                **base,
+                "gfa_m2": gfa,
+                "covered": len(water),
+                "water": sum(w for w, _ in water) if water else None,
+                "intensity": sum(w for w, _ in water) / water_gfa if water_gfa else None,
+            }
+        )
+
+    lead = [
+        Column("property", "Property"),
+        Column("country", "Country"),
+        Column("buildings", "Buildings", "integer"),
+        Column("gfa_m2", "GFA", "number", 0, "m²"),
+        Column("covered", "Buildings with data", "integer"),
+    ]
+
+    def totals(rows: list[dict[str, Value]], keys: Sequence[str]) -> dict[str, Value]:
+        out: dict[str, Value] = {"property": "Total"}
+        for key in ("buildings", "gfa_m2", "covered", *keys):
+            out[key] = _sum(rows, key)
+        return out
+
+    energy_totals = totals(energy_rows, ("electricity", "gas", "heat", "fuels", "solar", "total"))
+    covered_gfa_all = sum(float(e["building"]["gfa_m2"]) for e in entries if has_energy(e))
+    energy_totals["intensity"] = (
+        float(energy_totals["total"] or 0) / covered_gfa_all if covered_gfa_all else None
+    )
+    ghg_totals = totals(ghg_rows, ("scope1", "scope2", "emissions"))
+    carbon_gfa_all = sum(
+        float(e["building"]["gfa_m2"])
+        for e in entries
+        if (e.get("benchmark") or {}).get("carbon_intensity_kgco2e_m2") is not None
+    )
+    ghg_totals["intensity"] = (
+        1000 * float(ghg_totals["emissions"] or 0) / carbon_gfa_all if carbon_gfa_all else None
+    )
+    water_totals = totals(water_rows, ("water",))
+    water_gfa_all = sum(
+        float(e["building"]["gfa_m2"]) for e in entries if e.get("water_m3") is not None
+    )
+    water_totals["intensity"] = (
+        float(water_totals["water"] or 0) / water_gfa_all if water_gfa_all else None
+    )
+
+    title = TYPE_TITLES["compliance_esg"]
+    return Document(
+        title,
+        f"{organisation.get('name')} · {_filters_text(filters)}",
+        _meta(report, organisation),
+        [
+            Facts(
+                "Scope",
+                [
+                    ("Properties", str(len(energy_rows))),
+                    ("Buildings", str(len(entries))),
+                    ("Filters", _filters_text(filters)),
+                ],
+            ),
+            Table(
+                "Energy",
+                "Energy consumption by property (annualised, kWh)",
+                [
+                    *lead,
+                    Column("electricity", "Electricity", "number", 0, "kWh"),
+                    Column("gas", "Natural gas", "number", 0, "kWh"),
+                    Column("heat", "District heat, cooling and steam", "number", 0, "kWh"),
+                    Column("fuels", "Fuel oil, diesel, LPG, CHP", "number", 0, "kWh"),
+                    Column("solar", "Onsite solar", "number", 0, "kWh"),
+                    Column("total", "Total energy", "number", 0, "kWh"),
+                    Column("intensity", "Energy intensity", "number", 1, "kWh/m²"),
+                ],
+                energy_rows,
+                totals=energy_totals,
+                note="Intensity divides energy by the floor area of the buildings with energy data.",
+            ),
+            Table(
+                "GHG",
+                "Greenhouse-gas emissions by property (annual, location-based)",
+                [
+                    *lead,
+                    Column("scope1", "Scope 1 (fuels burnt on site)", "number", 1, "tCO2e"),
+                    Column("scope2", "Scope 2 (purchased energy)", "number", 1, "tCO2e"),
+                    Column("emissions", "Total emissions", "number", 1, "tCO2e"),
+                    Column("intensity", "Carbon intensity", "number", 1, "kgCO2e/m²"),
+                ],
+                ghg_rows,
+                totals=ghg_totals,
+                note="Location-based: energy by carrier times the service's emission factors for "
+                "the property's country. Intensity divides by the floor area of the buildings "
+                "with energy data.",
+            ),
+            Table(
+                "Water",
+                "Water consumption by property (annualised)",
+                [
+                    *lead,
+                    Column("water", "Water", "number", 0, "m³"),
+                    Column("intensity", "Water intensity", "number", 3, "m³/m²"),
+                ],
+                water_rows,
+                totals=water_totals,
+                note="Intensity divides water by the floor area of the buildings with water data.",
+            ),
+        ],
+        data=_json_meta(report, organisation, title),
+    )
+
+
+# --- LL97 and BERDO ------------------------------------------------------------------------------
+
+
+def compliance_year(report: Entry) -> int:
+    """The calendar year assessed: the year in which the reporting period ends."""
+    return _date(report["period"]["end"]).year  # type: ignore[union-attr]
+
+
+def _require_energy(entry: Entry) -> None:
+    if not has_energy(entry):
+        raise NoData("The building has no energy data for the reporting period.")
+
+
+def _building_facts(entry: Entry) -> Facts:
+    b, p = entry["building"], entry["property"]
+    return Facts(
+        "Building",
+        [
+            ("Building", f"{b['name']} ({b['id']})"),
+            ("Property", f"{p['name']}, {_address(p)}"),
+            (
+                "Gross floor area",
+                f"{number(b['gfa_m2'])} m² ({number(b['gfa_m2'] * SQFT_PER_M2)} ft²)",
+            ),
+        ],
+    )
+
+
+def _not_covered_note(not_covered: Sequence[str], scheme: str) -> Note | None:
+    if not not_covered:
+        return None
+    names = ", ".join(_label(m) for m in not_covered)
+    return Note(
+        "Energy sources not covered",
+        f"{scheme} publishes no emissions factor in the cited table for: {names}. Their energy "
+        "is listed but adds no emissions, so total emissions are a lower bound.",
+        warning=True,
+    )
+
+
+def _source_table(sources: Sequence[compliance.SourceLine], decimals: int, scheme: str) -> Table:
+    rows: list[dict[str, Value]] = [
+        {
+            "source": _label(s.meter_type),
+            "factor_source": _label(s.source) if s.source else "not covered",
+            "kwh": s.kwh,
+            "quantity": s.quantity,
+            "unit": s.unit,
+            "factor": s.factor,
+            "factor_unit": s.factor_unit,
+            "tco2e": s.tco2e,
+        }
+        for s in sources
+    ]
+    return Table(
+        "Emissions",
+        f"Emissions by energy source ({scheme})",
+        [
+            Column("source", "Meter type"),
+            Column("factor_source", "Counted as"),
+            Column("kwh", "Energy", "number", 0, "kWh"),
+            Column("quantity", "Quantity", "number", 1),
+            Column("unit", "Unit"),
+            Column("factor", "Factor", "number", decimals),
+            Column("factor_unit", "Factor unit"),
+            Column("tco2e", "Emissions", "number", 2, "tCO2e"),
+        ],
+        rows,
+        totals={
+            "source": "Total",
+            "kwh": sum(s.kwh for s in sources),
+            "tco2e": sum(s.tco2e or 0 for s in sources),
+        },
+    )
+
+
+def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -> Document:
+    verdict = "Within the limit" if r.compliant else "Over the limit"
+    result = Facts(
+        f"Result for calendar year {r.year} (compliance period {r.period})",
+        [
+            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
+            ("Emissions limit", f"{number(r.limit_tco2e, 2)} tCO2e"),
+            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
+            (
+                "Estimated annual penalty",
+                f"${number(r.penalty_usd, 2)} (${number(r.penalty_usd_per_tco2e)} per tCO2e)",
+            ),
+            ("Status", verdict),
+        ],
+        emphasis=True,
+    )
+    limits = Table(
+        "Limit",
+        "Emissions limit by occupancy group",
+        [
+            Column("use_type", "Use type"),
+            Column("group", "Occupancy group"),
+            Column("area_m2", "Area", "number", 0, "m²"),
+            Column("area_sqft", "Area", "number", 0, "ft²"),
+            Column("limit", "Limit", "number", 5, "tCO2e/ft²"),
+            Column("allowed", "Limit", "number", 2, "tCO2e"),
+        ],
+        [
+            {
+                "use_type": _label(a.use_type),
+                "group": a.category_label,
+                "area_m2": a.area_m2,
+                "area_sqft": a.area_sqft,
+                "limit": a.limit_per_sqft,
+                "allowed": a.allowed_tco2e,
+            }
+            for a in r.areas
+        ],
+        totals={
+            "use_type": "Total",
+            "area_m2": sum(a.area_m2 for a in r.areas),
+            "area_sqft": r.area_sqft,
+            "allowed": r.limit_tco2e,
+        },
+    )
+    sections: list[Facts | Table | Note] = [
+        result,
+        _building_facts(entry),
+        _source_table(r.sources, 9, "LL97 carbon coefficients"),
+        limits,
+    ]
+    note = _not_covered_note(r.not_covered, "LL97")
+    if note:
+        sections.append(note)
+    sections.append(
+        Note(
+            "Method",
+            "Emissions = electricity (kWh) x coefficient + fuels and steam (kBtu) x coefficient. "
+            "Limit = sum over occupancy groups of gross floor area (ft²) x the group's limit "
+            "(NYC Admin. Code §28-320.3). Excess = emissions above the limit; penalty = excess x "
+            "$268 per tCO2e (§28-320.6). Energy is annualised for the 12 months ending with the "
+            "reporting period. Use types map to occupancy groups as recorded in the service's "
+            "decisions (office B, retail M, residential R-2, hotel R-1, healthcare B/H/I-2/I-3, "
+            "education E, industrial F, warehouse S, data centre and laboratory B, restaurant, "
+            "assembly and leisure A).",
+        )
+    )
+    title = TYPE_TITLES["compliance_ll97"]
+    data = _json_meta(report, organisation, title)
+    return Document(
+        title,
+        f"{entry['building']['name']} · {entry['property']['name']}",
+        _meta(report, organisation),
+        sections,
+        sources=compliance.sources_cited("ll97"),
+        data=data,
+    )
+
+
+def compliance_ll97(report: Entry, organisation: Entry, entry: Entry) -> Document:
+    _require_energy(entry)
+    b = entry["building"]
+    areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
+    result = compliance.ll97_assess(entry["energy_kwh"], areas, compliance_year(report))
+    return _ll97_doc(report, organisation, entry, result)
+
+
+def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult) -> Document:
+    verdict = "Meets the standard" if r.compliant else "Exceeds the standard"
+    result = Facts(
+        f"Result for calendar year {r.year} (compliance period {r.period})",
+        [
+            ("Emissions intensity", f"{number(r.intensity_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
+            ("Emissions standard", f"{number(r.standard_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
+            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
+            ("Allowed emissions", f"{number(r.allowed_tco2e, 2)} tCO2e"),
+            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
+            (
+                "Alternative compliance payment",
+                f"${number(r.acp_usd, 2)} (${number(r.acp_usd_per_tco2e)} per tCO2e)",
+            ),
+            ("Status", verdict),
+        ],
+        emphasis=True,
+    )
+    standards = Table(
+        "Standard",
+        "Emissions standard by building type",
+        [
+            Column("use_type", "Use type"),
+            Column("building_type", "BERDO building type"),
+            Column("area_m2", "Area", "number", 0, "m²"),
+            Column("area_sqft", "Area", "number", 0, "ft²"),
+            Column("standard", "Standard", "number", 2, "kgCO2e/ft²"),
+            Column("allowed", "Allowed", "number", 2, "tCO2e"),
+        ],
+        [
+            {
+                "use_type": _label(a.use_type),
+                "building_type": a.category,
+                "area_m2": a.area_m2,
+                "area_sqft": a.area_sqft,
+                "standard": a.limit_per_sqft,
+                "allowed": a.allowed_tco2e,
+            }
+            for a in r.areas
+        ],
+        totals={
+            "use_type": "Total",
+            "area_m2": sum(a.area_m2 for a in r.areas),
+            "area_sqft": r.area_sqft,
+            "standard": r.standard_kgco2e_per_sqft,
+            "allowed": r.allowed_tco2e,
+        },
+    )
+    sections: list[Facts | Table | Note] = [
+        result,
+        _building_facts(entry),
+        _source_table(r.sources, 2, "BERDO emission factors"),
+        standards,
+    ]
+    note = _not_covered_note(r.not_covered, "BERDO")
+    if note:
+        sections.append(note)
+    sections.append(
+        Note(
+            "Method",
+            "Emissions = energy (MMBtu) x the BERDO emission factor for each source; intensity = "
+            "emissions / gross floor area (ft²). A building with several uses is held to the "
+            "floor-area-weighted blend of its building types' standards. Grid electricity uses "
+            "the latest factor published for the year or an earlier one (2025, 2027, 2030, 2050 "
+            "in the cited table). Energy is annualised for the 12 months ending with the "
+            "reporting period.",
+        )
+    )
+    title = TYPE_TITLES["compliance_berdo"]
+    return Document(
+        title,
+        f"{entry['building']['name']} · {entry['property']['name']}",
+        _meta(report, organisation),
+        sections,
+        sources=compliance.sources_cited("berdo"),
+        data=_json_meta(report, organisation, title),
+    )
+
+
+def compliance_berdo(report: Entry, organisation: Entry, entry: Entry) -> Document:
+    _require_energy(entry)
+    b = entry["building"]
+    areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
+    result = compliance.berdo_assess(entry["energy_kwh"], areas, compliance_year(report))
+    return _berdo_doc(report, organisation, entry, result)
+
+
+# --- custom --------------------------------------------------------------------------------------
+
+
+def _sort_key(key: str) -> Any:
+    def sort(row: Mapping[str, Value]) -> tuple[int, Any]:
+        value = row.get(key)
+        # None last, whatever the direction; numbers and text never compared with each other.
+        if value is None:
+            return (2, "")
+        if isinstance(value, int | float):
+            return (0, value)
+        return (1, str(value))
+
+    return sort
+
+
+def custom(
+    report: Entry, organisation: Entry, template: Entry, entries: Sequence[Entry]
+) -> Document:
+    filters = report.get("filters")
+    _require_entries(entries, filters)
+    keys = list(template["columns"])
+    rows = [building_row(e) for e in entries]
+    rows.sort(
+        key=lambda r: (str(r["property_name"]), str(r["building_name"]), str(r["building_id"]))
+    )
+    sort = template.get("sort")
+    if sort:
+        key = sort.lstrip("-")
+        if sort.startswith("-"):
+            # Descending with None still last: sort present values, then append the rest.
+            present = [r for r in rows if r.get(key) is not None]
+            present.sort(key=_sort_key(key), reverse=True)
+            rows = present + [r for r in rows if r.get(key) is None]
+        else:
+            rows.sort(key=_sort_key(key))
+    selected = [{k: r.get(k) for k in keys} for r in rows]
+    columns = [TEMPLATE_COLUMNS[k].column for k in keys]
+    totals: dict[str, Value] | None = None
+    summable = [k for k in keys if TEMPLATE_COLUMNS[k].summable]
+    if summable:
+        totals = {k: _sum(selected, k) for k in summable}
+        first = keys[0]
+        if first not in totals:
+            totals[first] = "Total"
+    title = str(template.get("title") or template.get("name") or TYPE_TITLES["custom"])
+    data = _json_meta(report, organisation, title)
+    data["template"] = {"id": template.get("id"), "name": template.get("name")}
+    return Document(
+        title,
+        f"{organisation.get('name')} · {_filters_text(filters)}",
+        _meta(report, organisation),
+        [Table("Report", title, columns, selected, totals=totals)],
+        data=data,
+    )
