@@ -180,3 +180,55 @@ def bootstrap(
         "live_key": live.key,
         "live_key_id": live.id,
     }
+
+
+# --- OAuth apps, passwords and invitations (the authorization server under /oauth) ---------------
+
+
+def create_oauth_app(
+    session: Session,
+    org_id: str,
+    *,
+    name: str,
+    redirect_uris: list[str],
+    description: str | None = None,
+    environment: str = "test",
+    now: dt.datetime | None = None,
+) -> Any:
+    """Register an OAuth app; returns its client_id and the client_secret (shown once)."""
+    from bpservice.oauth import store
+
+    try:
+        return store.create_client(
+            session,
+            org_id,
+            name=name,
+            redirect_uris=redirect_uris,
+            description=description,
+            environment=environment,
+            now=now or system_clock(),
+        )
+    except store.StoreError as exc:
+        raise AdminError(str(exc)) from None
+
+
+def set_password(
+    session: Session, user_id: str, password: str, now: dt.datetime | None = None
+) -> User:
+    """Set a user's password (scrypt); an invited user becomes active."""
+    from bpservice.oauth import store
+
+    try:
+        return store.set_password(session, user_id, password, now=now or system_clock())
+    except store.StoreError as exc:
+        raise AdminError(str(exc)) from None
+
+
+def create_invitation_link(session: Session, user_id: str, now: dt.datetime | None = None) -> str:
+    """A single-use invitation token for an invited user; the page is /oauth/invitations/{token}."""
+    from bpservice.oauth import store
+
+    try:
+        return store.create_invitation(session, user_id, now=now or system_clock())
+    except store.StoreError as exc:
+        raise AdminError(str(exc)) from None

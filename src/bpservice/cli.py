@@ -208,6 +208,87 @@ def revoke_key(
     typer.echo(f"revoked {key.id} at {key.revoked_at.isoformat() if key.revoked_at else ''}")
 
 
+@admin_app.command("create-oauth-app")
+def create_oauth_app(
+    org_id: Annotated[str, typer.Argument(help="Organisation id")],
+    name: Annotated[str, typer.Option(help="Application name shown on the consent page")],
+    redirect_uri: Annotated[
+        list[str], typer.Option("--redirect-uri", help="A redirect URI (repeat for several)")
+    ],
+    description: Annotated[str | None, typer.Option(help="Shown on the consent page")] = None,
+    environment: Annotated[
+        str, typer.Option(help="test (sandbox) or live (production): where its tokens act")
+    ] = "test",
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """Register an OAuth app; prints client_id and client_secret (the secret only once)."""
+    with _db(db).write() as session:
+        try:
+            client = admin.create_oauth_app(
+                session,
+                org_id,
+                name=name,
+                redirect_uris=redirect_uri,
+                description=description,
+                environment=environment,
+            )
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    info = {
+        "client_id": client.client_id,
+        "client_secret": client.client_secret,
+        "environment": client.environment,
+        "redirect_uris": client.redirect_uris,
+    }
+    if as_json:
+        typer.echo(json.dumps(info))
+        return
+    typer.echo(f"client_id:     {client.client_id} ({client.environment})")
+    typer.echo(f"client_secret: {client.client_secret}")
+    typer.echo("Store the secret now: it is not shown again.")
+
+
+@admin_app.command("set-password")
+def set_password(
+    user_id: Annotated[str, typer.Argument(help="The user's id (usr_…)")],
+    db: DbOption = "bpservice.db",
+    password: Annotated[
+        str | None,
+        typer.Option(
+            help="The new password (default: prompt; avoid passing it on the command line)",
+            envvar="BPSERVICE_PASSWORD",
+        ),
+    ] = None,
+) -> None:
+    """Set a user's password for the OAuth sign-in page; an invited user becomes active."""
+    if password is None:
+        password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    with _db(db).write() as session:
+        try:
+            user = admin.set_password(session, user_id, password)
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    typer.echo(f"password set for {user.id} ({user.email}); status {user.status}")
+
+
+@admin_app.command("invite-link")
+def invite_link(
+    user_id: Annotated[str, typer.Argument(help="An invited user's id (usr_…)")],
+    base_url: Annotated[str, typer.Option(help="The service's public address")] = (
+        "http://127.0.0.1:8400"
+    ),
+    db: DbOption = "bpservice.db",
+) -> None:
+    """Print a single-use invitation link (standing in for the invitation email)."""
+    with _db(db).write() as session:
+        try:
+            token = admin.create_invitation_link(session, user_id)
+        except admin.AdminError as exc:
+            _fail(str(exc))
+    typer.echo(f"{base_url.rstrip('/')}/oauth/invitations/{token}")
+
+
 def main() -> None:
     app(prog_name="bpservice")
 

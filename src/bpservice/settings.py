@@ -43,3 +43,9 @@ class Settings:
     public_base_url: str | None = None
     # Start background workers (webhook delivery, report generation) with the app.
     run_workers: bool = True
+    # Webhook delivery: seconds to wait for a 2xx (spec: 10) and between outbox polls.
+    webhook_timeout_seconds: float = 10.0
+    webhook_poll_seconds: float = 0.1
+    # Key that signs the authorization server's form tokens; None = random per process (open
+    # login forms then expire on restart, nothing else is lost).
+    oauth_form_key: bytes | None = None

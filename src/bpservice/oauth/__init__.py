@@ -1,17 +1,11 @@
-"""The OAuth 2.0 authorization server (Authorization Code + PKCE), standing in for {auth_url}."""
+"""The OAuth 2.0 authorization server (Authorization Code + PKCE), standing in for {auth_url}.
+
+Routes live under /oauth (`routes.py`); the rules are pure (`rules.py`); database work is in
+`store.py`. `resolve_access_token` is the token resolver the app registers for bearer tokens."""
 
 from __future__ import annotations
 
-import datetime as dt
+from bpservice.oauth.routes import router
+from bpservice.oauth.store import resolve_access_token
 
-from fastapi import APIRouter
-from sqlalchemy.orm import Session
-
-from bpservice.auth import Principal
-
-router = APIRouter(prefix="/oauth", tags=["oauth"])
-
-
-def resolve_access_token(session: Session, token: str, now: dt.datetime) -> Principal | None:
-    """The Principal behind an OAuth access token, or None (filled in by the OAuth work)."""
-    return None
+__all__ = ["resolve_access_token", "router"]
