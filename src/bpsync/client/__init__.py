@@ -1,0 +1,60 @@
+"""The bpsync API client: `AsyncServiceClient` (async core) and `ServiceClient` (sync facade)."""
+
+from bpsync.client.auth import ApiKeyAuth, OAuthAuth, Secret, key_environment
+from bpsync.client.base import RetryPolicy
+from bpsync.client.errors import (
+    AmbiguousWriteError,
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    BPSyncError,
+    ConflictError,
+    CredentialsError,
+    KeyringUnavailableError,
+    LockedError,
+    LoginRequiredError,
+    NotFoundError,
+    OAuthError,
+    OverlapError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    ValidationError,
+)
+from bpsync.client.pagination import AsyncPaginator, Page
+from bpsync.client.service import AsyncServiceClient, ServiceClient
+
+__all__ = [
+    "APIConnectionError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AmbiguousWriteError",
+    "ApiKeyAuth",
+    "AsyncPaginator",
+    "AsyncServiceClient",
+    "AuthenticationError",
+    "BPSyncError",
+    "BadRequestError",
+    "ConflictError",
+    "CredentialsError",
+    "KeyringUnavailableError",
+    "LockedError",
+    "LoginRequiredError",
+    "NotFoundError",
+    "OAuthAuth",
+    "OAuthError",
+    "OverlapError",
+    "Page",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RetryPolicy",
+    "Secret",
+    "ServerError",
+    "ServiceClient",
+    "ValidationError",
+    "key_environment",
+]

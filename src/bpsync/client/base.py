@@ -1,0 +1,330 @@
+"""The request loop: rate-limit pacing, credentials, ETags, error mapping, retries.
+
+Everything that decides (should this failure be retried? how long to wait? which exception?) is a
+pure function here and is table-tested; the loop only sends, sleeps and asks those functions.
+Clock, sleep and randomness are injected so tests drive time instead of waiting for it."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from bpsync import __version__
+from bpsync.client.auth import Credentials
+from bpsync.client.errors import (
+    AmbiguousWriteError,
+    APIConnectionError,
+    APIStatusError,
+    APITimeoutError,
+    BPSyncError,
+    RateLimitError,
+    from_response,
+)
+from bpsync.client.etag import ETagCache
+from bpsync.client.ratelimit import RateLimiter, limit_classes
+
+log = logging.getLogger("bpsync.client")
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"})
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+# How a request failed, as far as retrying is concerned.
+FailureKind = Literal["connect", "timeout", "connection", "status"]
+Action = Literal["retry", "raise", "ambiguous"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 4
+    base_delay: float = 0.5  # seconds; the first retry waits up to this
+    max_delay: float = 30.0  # cap of the exponential backoff
+    rate_limit_jitter: float = 1.0  # up to this much is added to a 429's wait
+    max_rate_limit_wait: float = 300.0  # a 429 asking for longer than this is raised instead
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    status: int = 0
+
+
+def classify(method: str, failure: Failure, *, idempotent: bool | None = None) -> Action:
+    """What to do about one failed attempt, before counting attempts.
+
+    - `connect`: the request never left (refused, DNS, connect timeout): safe to send again.
+    - 429: the service refused it before doing anything: safe to send again after waiting.
+    - `timeout`/`connection` after sending, and 5xx: retried only when the request is idempotent
+      (GET, DELETE, PATCH of the same body); a POST may have been applied, so it is `ambiguous`.
+    - every other status: raised."""
+    is_idempotent = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
+    if failure.kind == "connect":
+        return "retry"
+    if failure.kind == "status":
+        if failure.status == 429:
+            return "retry"
+        if failure.status not in RETRYABLE_STATUSES:
+            return "raise"
+    return "retry" if is_idempotent else "ambiguous"
+
+
+def backoff_delay(attempt: int, policy: RetryPolicy, rand: Callable[[], float]) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2^attempt)); `attempt` counts from 0."""
+    return rand() * min(policy.max_delay, policy.base_delay * (2**attempt))
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """`Retry-After` as seconds or as an HTTP-date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def rate_limit_delay(
+    headers: Mapping[str, str],
+    body_retry_after: float | None,
+    now: float,
+    attempt: int,
+    policy: RetryPolicy,
+    rand: Callable[[], float],
+) -> float:
+    """How long to wait after a 429: `Retry-After` (header, then body), else until
+    `X-RateLimit-Reset`, else the backoff; plus up to `rate_limit_jitter` so that clients
+    released together do not collide again."""
+    wait = parse_retry_after(headers.get("retry-after"), now)
+    if wait is None and body_retry_after is not None:
+        wait = body_retry_after
+    if wait is None:
+        reset = headers.get("x-ratelimit-reset")
+        try:
+            wait = max(0.0, float(reset) - now) if reset else None
+        except ValueError:
+            wait = None
+    if wait is None:
+        return backoff_delay(attempt, policy, rand)
+    return wait + rand() * policy.rate_limit_jitter
+
+
+def retry_delay(
+    failure: Failure,
+    error: BPSyncError,
+    headers: Mapping[str, str],
+    now: float,
+    attempt: int,
+    policy: RetryPolicy,
+    rand: Callable[[], float],
+) -> float:
+    if failure.kind == "status" and failure.status == 429:
+        retry_after = error.retry_after if isinstance(error, RateLimitError) else None
+        return rate_limit_delay(headers, retry_after, now, attempt, policy, rand)
+    return backoff_delay(attempt, policy, rand)
+
+
+def failure_of(exc: httpx.TransportError) -> tuple[Failure, type[APIConnectionError]]:
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return Failure("connect"), APITimeoutError
+    if isinstance(exc, httpx.TimeoutException):
+        return Failure("timeout"), APITimeoutError
+    if isinstance(exc, httpx.ConnectError):
+        return Failure("connect"), APIConnectionError
+    return Failure("connection"), APIConnectionError
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class BaseClient:
+    """Sends requests to `base_url` with `credentials`; shared by every resource."""
+
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        limiter: RateLimiter | None = None,
+        etags: ETagCache | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Sleep = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.credentials = credentials
+        self.retry = retry or RetryPolicy()
+        self.limiter = limiter
+        self.etags = etags if etags is not None else ETagCache()
+        self.clock = clock
+        self.sleep = sleep
+        self.rand = rand
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            transport=transport,
+            headers={"User-Agent": f"bpsync/{__version__}", "Accept": "application/json"},
+        )
+        self.last_rate_limit: dict[str, str] = {}
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _pace(self, kinds: list[str]) -> None:
+        if self.limiter is None:
+            return
+        while (wait := await asyncio.to_thread(self.limiter.try_acquire, kinds)) > 0:
+            log.debug("pacing: waiting %.2f s for %s", wait, "/".join(kinds))
+            await self.sleep(wait)
+
+    def _learn(self, response: httpx.Response, kinds: list[str]) -> None:
+        headers = {k.lower(): v for k, v in response.headers.items() if k.lower().startswith("x-r")}
+        if headers:
+            self.last_rate_limit = headers
+        if self.limiter is None:
+            return
+        self.limiter.update(response.headers, kinds, response.status_code)
+        if response.status_code == 429:
+            retry = parse_retry_after(response.headers.get("retry-after"), self.clock())
+            bucket = response.headers.get("x-ratelimit-bucket") or kinds[0]
+            self.limiter.rate_limited(bucket, retry if retry is not None else 1.0)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotent: bool | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """Send with retries; returns a successful response (2xx, or a cached body on 304)."""
+        method = method.upper()
+        kinds = limit_classes(method, path, self.credentials.kind)
+        clean_params = {k: v for k, v in (params or {}).items() if v is not None}
+        use_cache = method == "GET" and not stream
+        attempt = 0
+        reauthorized = False
+        maybe_applied = False  # an earlier attempt may have reached the service
+        while True:
+            await self._pace(kinds)
+            headers = {"Authorization": await self.credentials.authorization()}
+            request = self._http.build_request(
+                method, path, params=clean_params, json=json, headers=headers
+            )
+            url = str(request.url)
+            cached = self.etags.get(self.credentials.identity, url) if use_cache else None
+            if cached is not None:
+                request.headers["If-None-Match"] = cached.etag
+            started = time.monotonic()
+            error: BPSyncError
+            response_headers: Mapping[str, str] = {}
+            try:
+                response = await self._http.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                if self.limiter is not None:
+                    self.limiter.failed(kinds)
+                failure, cls = failure_of(exc)
+                error = cls(
+                    f"{type(exc).__name__} talking to the service", method=method, path=path
+                )
+                log.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt + 1)
+            else:
+                self._learn(response, kinds)
+                log.debug(
+                    "%s %s -> %d in %.0f ms (attempt %d)",
+                    method,
+                    path,
+                    response.status_code,
+                    (time.monotonic() - started) * 1000,
+                    attempt + 1,
+                )
+                if response.status_code == 304 and cached is not None:
+                    self.etags.hits += 1
+                    return httpx.Response(
+                        200,
+                        content=cached.content,
+                        headers={"content-type": cached.content_type, "etag": cached.etag},
+                        request=request,
+                    )
+                if response.status_code < 400:
+                    if use_cache:
+                        await response.aread()
+                        self.etags.store(
+                            self.credentials.identity,
+                            url,
+                            response.headers.get("etag"),
+                            response.content,
+                            response.headers.get("content-type", ""),
+                        )
+                    return response
+                await response.aread()
+                await response.aclose()
+                if (
+                    response.status_code == 401
+                    and self.credentials.refreshable
+                    and not reauthorized
+                ):
+                    reauthorized = True  # the token may have been revoked or expired early
+                    await self.credentials.invalidate()
+                    continue
+                try:
+                    body = response.json()
+                except ValueError:
+                    body = None
+                response_headers = {k.lower(): v for k, v in response.headers.items()}
+                error = from_response(
+                    response.status_code, body, method=method, path=path, headers=response_headers
+                )
+                failure = Failure("status", response.status_code)
+                if method == "DELETE" and response.status_code == 404 and maybe_applied:
+                    # The earlier attempt deleted it; only its answer was lost.
+                    return httpx.Response(204, request=request)
+
+            action = classify(method, failure, idempotent=idempotent)
+            if action == "ambiguous":
+                raise AmbiguousWriteError(method, path, error)
+            if action == "raise" or attempt >= self.retry.max_retries:
+                raise error
+            delay = retry_delay(
+                failure, error, response_headers, self.clock(), attempt, self.retry, self.rand
+            )
+            if delay > self.retry.max_rate_limit_wait:
+                raise error
+            if failure.kind != "connect" and failure.status != 429:
+                maybe_applied = True
+            log.info(
+                "%s %s failed (%s); retry %d in %.2f s",
+                method,
+                path,
+                error.code if isinstance(error, APIStatusError) else type(error).__name__,
+                attempt + 1,
+                delay,
+            )
+            await self.sleep(delay)
+            attempt += 1
+
+    async def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return (await self.request("GET", path, params=params)).json()
+
+    async def send_json(
+        self, method: str, path: str, body: Any = None, *, idempotent: bool | None = None
+    ) -> Any:
+        response = await self.request(method, path, json=body, idempotent=idempotent)
+        return response.json() if response.content else None

@@ -1,0 +1,67 @@
+"""Lists: one page on `await`, every item lazily on `async for` (pages are fetched as needed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from bpsync.client.models import Meta
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    meta: Meta
+
+    @property
+    def has_next(self) -> bool:
+        return self.meta.page < self.meta.total_pages
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+FetchPage = Callable[[int, int], Awaitable[Page[T]]]
+
+
+class AsyncPaginator(Generic[T]):
+    """`await p` gives the first page (or the page asked for); `async for item in p` walks every
+    item from that page on; `p.pages()` yields whole pages."""
+
+    def __init__(self, fetch: FetchPage[T], *, page: int = 1, per_page: int = 50) -> None:
+        if page < 1 or not 1 <= per_page <= 200:
+            raise ValueError("page must be >= 1 and per_page within 1..200")
+        self._fetch = fetch
+        self.page = page
+        self.per_page = per_page
+
+    def __await__(self) -> Generator[Any, None, Page[T]]:
+        return self._fetch(self.page, self.per_page).__await__()
+
+    async def pages(self) -> AsyncIterator[Page[T]]:
+        number = self.page
+        while True:
+            page = await self._fetch(number, self.per_page)
+            yield page
+            if not page.items or not page.has_next:
+                return
+            number += 1
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        async for page in self.pages():
+            for item in page.items:
+                yield item
+
+    async def to_list(self, limit: int | None = None) -> list[T]:
+        items: list[T] = []
+        async for item in self:
+            items.append(item)
+            if limit is not None and len(items) >= limit:
+                break
+        return items

@@ -1,0 +1,65 @@
+"""Readings of a meter: submit one or a batch (at most 500), list by date range, delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bpsync.client.models import BatchResult, Reading, ReadingInput
+from bpsync.client.pagination import AsyncPaginator
+from bpsync.client.resource import Resource, build, segment
+
+MAX_BATCH = 500
+
+
+class Readings(Resource):
+    @staticmethod
+    def _base(building_id: str, meter_id: str) -> str:
+        return f"/v1/buildings/{segment(building_id)}/meters/{segment(meter_id)}/readings"
+
+    def list(
+        self,
+        building_id: str,
+        meter_id: str,
+        *,
+        start_date: dt.date | str | None = None,
+        end_date: dt.date | str | None = None,
+        newest_first: bool = False,
+        page: int = 1,
+        per_page: int = 50,
+    ) -> AsyncPaginator[Reading]:
+        params = {
+            "start_date": str(start_date) if start_date else None,
+            "end_date": str(end_date) if end_date else None,
+            "sort": "-start_date" if newest_first else None,
+        }
+        path = self._base(building_id, meter_id)
+        return self._list(Reading, path, params, page=page, per_page=per_page)
+
+    async def create(
+        self,
+        building_id: str,
+        meter_id: str,
+        body: ReadingInput | Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Reading:
+        """Submit one reading. A failure with an unknown outcome raises AmbiguousWriteError: look
+        for the date range with `list` before sending it again."""
+        request = build(ReadingInput, body, fields)
+        return await self._send(Reading, "POST", self._base(building_id, meter_id), request.body())
+
+    async def create_batch(
+        self, building_id: str, meter_id: str, readings: Iterable[ReadingInput | Mapping[str, Any]]
+    ) -> BatchResult:
+        """Submit up to 500 readings; the answer counts accepted and rejected ones and names each
+        rejected reading by its `index` in `readings`."""
+        items = [build(ReadingInput, r, {}).body() for r in readings]
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise ValueError(f"a batch holds 1 to {MAX_BATCH} readings, not {len(items)}")
+        path = self._base(building_id, meter_id) + "/batch"
+        return await self._send(BatchResult, "POST", path, {"readings": items})
+
+    async def delete(self, building_id: str, meter_id: str, reading_id: str) -> None:
+        path = f"{self._base(building_id, meter_id)}/{segment(reading_id)}"
+        await self._client.request("DELETE", path)

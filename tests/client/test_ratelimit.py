@@ -1,0 +1,190 @@
+"""Client-side pacing: the pure bucket rules, sharing between processes, and a real server with a
+scaled (1 s) window that answers 429 when exceeded: the paced client should hit almost none."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bpservice.settings import system_clock
+from bpsync.client import AsyncServiceClient
+from bpsync.client.ratelimit import (
+    Bucket,
+    FileStore,
+    Observation,
+    RateLimiter,
+    limit_classes,
+    local_reset,
+    observe,
+    plan,
+)
+from tests.conftest import LiveServer, make_service_app
+
+BATCH = "/v1/buildings/bld_1/meters/mtr_1/readings/batch"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kind", "expected"),
+    [
+        ("GET", "/v1/properties", "key", ["key"]),
+        ("POST", BATCH, "key", ["key", "bulk"]),
+        ("GET", BATCH, "key", ["key"]),
+        ("POST", "/v1/reports", "user", ["user", "reports"]),
+        ("GET", "/v1/reports", "key", ["key"]),
+        ("POST", "/v1/reports/types", "key", ["key"]),
+    ],
+)
+def test_limit_classes(method: str, path: str, kind: str, expected: list[str]) -> None:
+    assert limit_classes(method, path, kind) == expected
+
+
+def known(limit: int, remaining: int, reset: float, window: float = 60) -> dict:
+    return {"limit": limit, "remaining": remaining, "reset": reset, "window": window}
+
+
+def test_plan_takes_from_every_bucket_or_none() -> None:
+    state = {"key": known(100, 5, 160), "bulk": known(10, 1, 160)}
+    wait, after = plan(state, ["key", "bulk"], now=100)
+    assert wait == 0 and after["key"]["remaining"] == 4 and after["bulk"]["remaining"] == 0
+    wait, again = plan(after, ["key", "bulk"], now=101)
+    assert wait == pytest.approx(59.02) and again == after  # nothing taken from `key`
+    wait, plain = plan(after, ["key"], now=101)
+    assert wait == 0 and plain["key"]["remaining"] == 3
+
+
+def test_windows_roll_over_whole() -> None:
+    bucket = Bucket(limit=10, remaining=0, reset=160, window=60)
+    assert bucket.rolled(159.9) == bucket
+    assert bucket.rolled(160) == Bucket(10, 10, 220, 60)
+    assert bucket.rolled(345) == Bucket(10, 10, 400, 60)
+    wait, state = plan({"bulk": known(10, 0, 160)}, ["bulk"], now=161)
+    assert wait == 0 and state["bulk"] == known(10, 9, 220)
+
+
+def test_unknown_bucket_is_probed_by_one_request_at_a_time() -> None:
+    wait, state = plan({}, ["key"], now=100)
+    assert wait == 0 and "probe_until" in state["key"]
+    wait, _ = plan(state, ["key"], now=100.01)
+    assert 0 < wait <= 0.05
+    learned = observe(state, Observation("key", 50, 49, 160, 60), now=100.02, taken=["key"])
+    assert learned["key"] == known(50, 49, 160)
+    # A batch's headers describe the bulk bucket: the key bucket's probe is released.
+    _, state = plan({}, ["key", "bulk"], now=100)
+    learned = observe(state, Observation("bulk", 10, 9, 160, 60), now=100, taken=["key", "bulk"])
+    assert "key" not in learned and learned["bulk"]["remaining"] == 9
+
+
+def test_observe_keeps_the_lower_count_within_a_window() -> None:
+    state = {"key": known(100, 40, 160)}
+    assert (
+        observe(state, Observation("key", 100, 45, 160, 60), 120, ["key"])["key"]["remaining"] == 40
+    )
+    assert (
+        observe(state, Observation("key", 100, 30, 160, 60), 120, ["key"])["key"]["remaining"] == 30
+    )
+    # A new window: the server's number.
+    assert (
+        observe(state, Observation("key", 100, 99, 220, 60), 161, ["key"])["key"]["remaining"] == 99
+    )
+
+
+@pytest.mark.parametrize(
+    ("reset", "now", "window", "expected"),
+    [
+        (160, 100, 60, 160),  # clocks agree
+        (5000, 100, 60, 160),  # server clock far ahead: one window at most
+        (50, 100, 60, 101),  # server clock behind: assume the window is nearly over
+    ],
+)
+def test_local_reset(reset: float, now: float, window: float, expected: float) -> None:
+    assert local_reset(Observation("key", 1, 1, reset, window), now) == expected
+
+
+_WORKER = """
+import json, sys
+from pathlib import Path
+from bpsync.client.ratelimit import FileStore, RateLimiter
+limiter = RateLimiter(FileStore(Path(sys.argv[1])), clock=lambda: 1000.0, rand=lambda: 0.0)
+granted = sum(1 for _ in range(int(sys.argv[2])) if limiter.try_acquire(["key"]) == 0)
+print(granted)
+"""
+
+
+def test_buckets_are_shared_between_processes(tmp_path: Path) -> None:
+    path = tmp_path / "rl.json"
+    path.write_text(json.dumps({"key": known(25, 25, 1060)}))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(path), "20"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    granted = [int(p.communicate(timeout=60)[0]) for p in procs]
+    assert sum(granted) == 25 and min(granted) >= 5
+    limiter = RateLimiter(FileStore(path), clock=lambda: 1000.0, rand=lambda: 0.0)
+    assert limiter.snapshot()["key"].remaining == 0
+
+
+class Count429:
+    """Counts what the real server answers, status by status."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+        self.statuses: list[int] = []
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        async def counting(message):  # type: ignore[no-untyped-def]
+            if message["type"] == "http.response.start":
+                self.statuses.append(message["status"])
+            await send(message)
+
+        await self.app(scope, receive, counting)
+
+
+@pytest.mark.anyio
+async def test_paced_client_hits_almost_no_429(tmp_path: Path) -> None:
+    """A real server with a 1 s window (10 per key, 3 bulk) and two clients of one profile
+    sharing buckets through the state file: 40 GETs and 6 batches at once."""
+    from bpservice import admin
+
+    app = make_service_app(tmp_path / "svc.db", system_clock, per_key=10, bulk=3, window_seconds=1)
+    with app.state.db.write() as session:
+        key = admin.bootstrap(session, now=system_clock())["test_key"]
+    counter = Count429(app)
+    with LiveServer(counter) as server:  # type: ignore[arg-type]
+        async with (
+            AsyncServiceClient(server.url, key, profile="pace") as one,
+            AsyncServiceClient(server.url, key, profile="pace") as two,
+        ):
+            prop = await one.properties.create(
+                name="P", address={"street": "s", "city": "c", "country": "GB"}, type="office"
+            )
+            building = await one.buildings.create(
+                prop.id, name="B", primary_use_type="office", gfa_m2=10, year_built=2000, floors=1
+            )
+            meter = await one.meters.create(building.id, type="electricity", unit="kWh")
+
+            async def batch(i: int) -> int:
+                day = f"2024-01-{i + 1:02d}"
+                reading = {"start_date": day, "end_date": day, "consumption": 1}
+                return (await two.readings.create_batch(building.id, meter.id, [reading])).accepted
+
+            started = time.monotonic()
+            # Distinct URLs: a repeated GET would be a 304 from the ETag cache, which is free.
+            gets = [
+                (one if i % 2 else two).properties.list(page=i + 1, per_page=1) for i in range(40)
+            ]
+            results = await asyncio.gather(*gets, *(batch(i) for i in range(6)))
+            elapsed = time.monotonic() - started
+    assert len(results) == 46 and sum(results[40:]) == 6
+    rate_limited = counter.statuses.count(429)
+    # 46 requests at 10 a window span at least 5 windows; pacing should make 429s rare.
+    assert rate_limited <= 2, counter.statuses
+    assert elapsed >= 3.0
+    print(f"paced: {len(counter.statuses)} requests, {rate_limited} x 429, {elapsed:.1f} s")
