@@ -1,0 +1,212 @@
+"""The pure half of an import, end to end: read → map → normalise → validate.
+
+prepared = prepare(path, "auto", catalog=catalog)         # no network
+ranges = prepared.collected.meter_ranges()                # the network stage fetches these
+result = check(prepared, existing=stored, today=today)    # file-level checks
+result.all_candidates() / result.problems                  # → plan, journal, reject report
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bpsync.ingest.mapping import map_table, resolve_columns
+from bpsync.ingest.normalise import MeterCatalog, normalise
+from bpsync.ingest.problems import IngestError, Problem, Where
+from bpsync.ingest.readers import Table, detect_format, open_table
+from bpsync.ingest.templates import (
+    Template,
+    list_templates,
+    load_template,
+    match_template,
+    suggest_template,
+)
+from bpsync.ingest.validate import Collected, StoredReading, ValidationResult, collect, validate
+from bpsync.ingest.values import cell_text
+
+GREEN_BUTTON_TEMPLATE = "green_button"
+
+
+@dataclass
+class Prepared:
+    table: Table
+    template: Template
+    collected: Collected
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.table.describe()}; template {self.template.name}"
+
+
+def choose_template(
+    path: str | Path,
+    template: str | Template | None = "auto",
+    *,
+    template_dirs: Sequence[Path] | None = None,
+    sheet: str | None = None,
+    include_hidden: bool = False,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+) -> tuple[Table, Template]:
+    """Open the file and pick its template (by name, or `auto` by header signature)."""
+    fmt = detect_format(path)
+    if isinstance(template, Template) or (template not in (None, "auto")):
+        t = (
+            template
+            if isinstance(template, Template)
+            else load_template(str(template), template_dirs)
+        )
+        table = open_table(
+            path,
+            fmt=fmt,
+            sheet=sheet or t.sheet,
+            expected=t.expected_keys(),
+            include_hidden=include_hidden,
+            skip_rows=t.skip_rows,
+            encoding=encoding,
+            delimiter=delimiter,
+            aggregate=t.aggregate,
+            timezone=t.timezone,
+        )
+        return table, t
+    templates = list_templates(template_dirs)
+    if fmt == "greenbutton":
+        t = next((x for x in templates if x.format == "greenbutton"), None) or load_template(
+            GREEN_BUTTON_TEMPLATE, template_dirs
+        )
+        return open_table(path, fmt=fmt, aggregate=t.aggregate, timezone=t.timezone), t
+    expected = set().union(*(t.expected_keys() for t in templates if t.format != "greenbutton"))
+    table = open_table(
+        path,
+        fmt=fmt,
+        sheet=sheet,
+        expected=expected,
+        include_hidden=include_hidden,
+        encoding=encoding,
+        delimiter=delimiter,
+    )
+    match = match_template(table.headers, templates, fmt=fmt)
+    if match is None:
+        suggestion = suggest_template(table.headers, templates=templates)
+        mapped = ", ".join(f"{f} ← {h!r}" for f, h in suggestion.matched.items()) or "nothing"
+        raise IngestError(
+            "no template matches this file's columns ("
+            + ", ".join(repr(h.text) for h in table.headers)
+            + f"). A suggested mapping: {mapped}"
+            + (f"; still missing: {'; '.join(suggestion.missing)}" if suggestion.missing else "")
+            + ". Save it with `bpsync templates suggest FILE` and pass --template NAME.",
+            where=Where(table.file, table.sheet, table.header_row),
+            code="no_template",
+        )
+    return table, match.template
+
+
+def prepare(
+    path: str | Path,
+    template: str | Template | None = "auto",
+    *,
+    catalog: MeterCatalog | None = None,
+    template_dirs: Sequence[Path] | None = None,
+    sheet: str | None = None,
+    include_hidden: bool = False,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+) -> Prepared:
+    """Read, map and normalise a file into per-meter readings and row problems (no network).
+    Raises IngestError when the file as a whole cannot be imported."""
+    table, t = choose_template(
+        path,
+        template,
+        template_dirs=template_dirs,
+        sheet=sheet,
+        include_hidden=include_hidden,
+        encoding=encoding,
+        delimiter=delimiter,
+    )
+    mapped = map_table(table, t)
+    items = normalise(mapped, table, by=t.meter.by, catalog=catalog)
+    collected = collect(items, file=table.file, sheet=table.sheet)
+    return Prepared(table, t, collected, notes=list(table.notes))
+
+
+def check(
+    prepared: Prepared,
+    *,
+    existing: Mapping[str, Sequence[StoredReading]] | None = None,
+    today: dt.date | None = None,
+) -> ValidationResult:
+    """The file-level checks, then every problem gets its row's cells (for the reject report)."""
+    columns = (
+        resolve_columns(prepared.table, prepared.template)
+        if prepared.table.kind != "greenbutton"
+        else None
+    )
+    start = None
+    if columns is not None:
+        h = next(
+            (
+                columns.fields[f]
+                for f in ("start_date", "bill_date", "month", "end_date")
+                if f in columns.fields
+            ),
+            None,
+        )
+        start = (h.text, h.index) if h else None
+    consumption = columns.fields.get("consumption") if columns is not None else None
+    result = validate(
+        prepared.collected,
+        existing=existing,
+        today=today,
+        start_column=start,
+        value_columns={h.index: h.text for h in prepared.table.headers},
+        consumption_column=consumption.index if consumption else None,
+    )
+    result.problems = attach_row_values(result.problems, prepared.table)
+    return result
+
+
+def check_file(
+    path: str | Path,
+    template: str | Template | None = "auto",
+    *,
+    catalog: MeterCatalog | None = None,
+    existing: Mapping[str, Sequence[StoredReading]] | None = None,
+    today: dt.date | None = None,
+    template_dirs: Sequence[Path] | None = None,
+    sheet: str | None = None,
+    include_hidden: bool = False,
+) -> tuple[Prepared, ValidationResult]:
+    """`prepare` + `check` in one call (offline checks, tests, `--dry-run` without a server)."""
+    prepared = prepare(
+        path,
+        template,
+        catalog=catalog,
+        template_dirs=template_dirs,
+        sheet=sheet,
+        include_hidden=include_hidden,
+    )
+    return prepared, check(prepared, existing=existing, today=today)
+
+
+def attach_row_values(problems: Iterable[Problem], table: Table) -> list[Problem]:
+    """Fill in `row_values` (the original cells) of problems that lack them: one pass over the
+    file, only when some problem needs it."""
+    problems = list(problems)
+    wanted = {p.where.row for p in problems if not p.row_values and p.where.row is not None}
+    if not wanted:
+        return problems
+    cells: dict[int, tuple[str, ...]] = {}
+    for row in table.rows():
+        if row.number in wanted:
+            cells[row.number] = tuple(cell_text(c) for c in row.cells)
+            if len(cells) == len(wanted):
+                break
+    return [
+        replace(p, row_values=cells[p.where.row])
+        if not p.row_values and p.where.row in cells
+        else p
+        for p in problems
+    ]

@@ -1,0 +1,81 @@
+"""Readers: a file in, a `Table` (header + lazily read rows) out. `open_table` picks the reader
+from the file's extension, or from its first bytes when the extension says nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from bpsync.ingest.problems import IngestError, Where
+from bpsync.ingest.readers.base import Row, Table, is_total_row
+from bpsync.ingest.readers.csv import read_csv
+from bpsync.ingest.readers.greenbutton import Aggregate, read_green_button
+from bpsync.ingest.readers.xlsx import list_sheets, read_xlsx
+
+__all__ = [
+    "Row",
+    "Table",
+    "detect_format",
+    "is_total_row",
+    "list_sheets",
+    "open_table",
+    "read_csv",
+    "read_green_button",
+    "read_xlsx",
+]
+
+
+def detect_format(path: str | Path) -> str:
+    """ "csv", "xlsx" or "greenbutton"."""
+    path = Path(path)
+    suffix = path.suffix.casefold()
+    if suffix in (".xlsx", ".xlsm"):
+        return "xlsx"
+    if suffix == ".xml":
+        return "greenbutton"
+    if suffix in (".csv", ".tsv", ".txt"):
+        return "csv"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError as exc:
+        raise IngestError(f"cannot read the file: {exc.strerror}", where=Where(path.name)) from None
+    if head.startswith(b"PK\x03\x04"):
+        return "xlsx"
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        return "greenbutton"
+    if head.startswith(b"\xd0\xcf\x11\xe0"):
+        raise IngestError(
+            "this is an old-style .xls workbook; save it as .xlsx or CSV first",
+            where=Where(path.name),
+            code="unsupported_format",
+        )
+    return "csv"
+
+
+def open_table(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    sheet: str | None = None,
+    expected: Collection[str] | None = None,
+    include_hidden: bool = False,
+    skip_rows: int = 0,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+    aggregate: Aggregate = "billing",
+    timezone: str | None = None,
+) -> Table:
+    """Open any supported file. `expected` header keys help find the header row and the sheet."""
+    fmt = fmt or detect_format(path)
+    if fmt == "xlsx":
+        return read_xlsx(
+            path, sheet=sheet, expected=expected, include_hidden=include_hidden, skip_rows=skip_rows
+        )
+    if fmt == "greenbutton":
+        return read_green_button(path, aggregate=aggregate, timezone=timezone)
+    if fmt == "csv":
+        return read_csv(
+            path, encoding=encoding, delimiter=delimiter, expected=expected, skip_rows=skip_rows
+        )
+    raise IngestError(f"unknown format {fmt!r}", where=Where(Path(path).name))

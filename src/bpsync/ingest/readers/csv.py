@@ -1,0 +1,165 @@
+"""CSV and text exports: encoding and delimiter detection, any line ending, quoted fields, ragged
+and blank rows, title rows above the header. Rows are read one at a time (the stdlib csv module
+streams as fast as pandas' chunked reader on these files; bench/bench_ingest.py measures both)."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import itertools
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+from bpsync.ingest.problems import IngestError, Where
+from bpsync.ingest.readers.base import HEADER_SEARCH_ROWS, Row, Table, find_header, make_headers
+
+SAMPLE_BYTES = 256 * 1024
+DELIMITERS = (",", ";", "\t", "|")
+_FALLBACK = "bpsync-cp1252"
+
+
+def _cp1252_fallback(exc: UnicodeError) -> tuple[str, int]:
+    """Decode stray bytes of a mostly-UTF-8 file as Windows-1252 (Excel's "CSV" on Windows) rather
+    than failing on row 80,000 after the sample said UTF-8."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    chunk = exc.object[exc.start : exc.end]
+    text = "".join(
+        bytes([b]).decode("cp1252", errors="ignore") or bytes([b]).decode("latin-1") for b in chunk
+    )
+    return text, exc.end
+
+
+codecs.register_error(_FALLBACK, _cp1252_fallback)
+
+
+def detect_encoding(sample: bytes) -> str:
+    """utf-8-sig / utf-16 (by BOM or by NUL pattern) / utf-8 / cp1252."""
+    if sample.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    head = sample[:4096]
+    if len(head) >= 4 and head.count(0) >= len(head) // 4:
+        even = head[0::2].count(0)
+        odd = head[1::2].count(0)
+        return "utf-16-be" if even > odd else "utf-16-le"
+    cut = sample.rfind(b"\n")
+    probe = sample if cut < 0 or len(sample) < SAMPLE_BYTES else sample[: cut + 1]
+    try:
+        probe.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        return "cp1252"
+
+
+def sniff_delimiter(text: str) -> str:
+    """The delimiter that splits the sample's rows into the most equal-width records.
+
+    A row counts when it has the modal number of fields (at least 2); the header row usually
+    agrees with the data, which keeps ';'-separated files with decimal commas right."""
+    lines = [line for line in text.splitlines()[:60] if line.strip()]
+    if not lines:
+        return ","
+    best, best_score = ",", -1.0
+    for delim in DELIMITERS:
+        try:
+            widths = [len(r) for r in csv.reader(lines, delimiter=delim)]
+        except csv.Error:
+            continue
+        counts: dict[int, int] = {}
+        for w in widths:
+            if w > 1:
+                counts[w] = counts.get(w, 0) + 1
+        if not counts:
+            continue
+        modal, agree = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        score = agree + modal / 1000
+        if score > best_score:
+            best, best_score = delim, score
+    return best
+
+
+def _decoding(encoding: str) -> str:
+    # UTF-16 has no single-byte fallback; a broken pair becomes U+FFFD and fails as a value.
+    return "replace" if encoding.startswith("utf-16") else _FALLBACK
+
+
+def _records(path: Path, encoding: str, delimiter: str) -> Iterator[list[str]]:
+    with open(path, encoding=encoding, errors=_decoding(encoding), newline="") as fh:
+        yield from csv.reader(fh, delimiter=delimiter)
+
+
+def read_csv(
+    path: str | Path,
+    *,
+    encoding: str | None = None,
+    delimiter: str | None = None,
+    expected: Collection[str] | None = None,
+    skip_rows: int = 0,
+    display_name: str | None = None,
+) -> Table:
+    """Open a CSV/TSV export. `expected` header keys (from templates) help find the header row;
+    `skip_rows` skips that many leading rows before the header search."""
+    path = Path(path)
+    name = display_name or path.name
+    try:
+        with open(path, "rb") as fh:
+            sample = fh.read(SAMPLE_BYTES)
+    except OSError as exc:
+        raise IngestError(f"cannot read the file: {exc.strerror}", where=Where(name)) from None
+    if not sample.strip():
+        raise IngestError("the file is empty", where=Where(name), code="empty_file")
+    if b"\x00" in sample[:4096] and encoding is None:
+        encoding = detect_encoding(sample)
+        if not encoding.startswith("utf-16"):
+            raise IngestError("this is a binary file, not CSV", where=Where(name))
+    encoding = encoding or detect_encoding(sample)
+    text = sample.decode(encoding, errors=_decoding(encoding))
+    if delimiter is None:
+        delimiter = (
+            "\t" if encoding.startswith("utf-16") and "\t" in text else sniff_delimiter(text)
+        )
+    try:
+        head = list(
+            itertools.islice(
+                enumerate(_records(path, encoding, delimiter), start=1),
+                skip_rows,
+                skip_rows + HEADER_SEARCH_ROWS,
+            )
+        )
+    except (csv.Error, UnicodeError) as exc:
+        raise IngestError(f"not a readable CSV file ({exc})", where=Where(name)) from None
+    try:
+        pos = find_header(head, expected)
+    except IngestError as exc:
+        raise IngestError(exc.message, where=Where(name), code=exc.code) from None
+    header_row, header_cells = head[pos]
+    headers = make_headers(header_cells)
+    width = len(headers)
+
+    def rows() -> Iterator[Row]:
+        number = 0
+        try:
+            for number, cells in enumerate(_records(path, encoding, delimiter), start=1):
+                if number <= header_row:
+                    continue
+                if not cells or not any(c.strip() for c in cells):
+                    continue  # blank line (or a row of empty separators)
+                if len(cells) < width:
+                    cells = cells + [""] * (width - len(cells))
+                yield Row(number, tuple(cells))
+        except csv.Error as exc:
+            raise IngestError(
+                f"the file cannot be read past this row ({exc})", where=Where(name, row=number + 1)
+            ) from None
+
+    return Table(
+        file=name,
+        kind="csv",
+        headers=headers,
+        header_row=header_row,
+        _rows=rows,
+        encoding=encoding,
+        delimiter=delimiter,
+    )

@@ -1,0 +1,579 @@
+"""Portfolio register import: properties, buildings (with use types and floor areas) and meters
+from a workbook, checked locally row by row, turned into create/update payloads keyed for
+idempotency: a property by its `internal_ref`, a building by its name within the property, a meter
+by its name within the building. Re-running a register updates what changed and creates nothing
+twice (`plan_register`).
+
+Sheets (found by name, case-insensitive; title rows above the header are fine):
+- Properties: Property Ref*, Property Name*, Street*, City*, State, Postal Code, Country*, Property Type*
+- Buildings: Property Ref*, Building Name*, Primary Use Type*, Gross Floor Area (m² or ft²)*,
+  Year Built*, Floors*, Occupancy (%), Operating Hours / Week
+- Use Types: Property Ref*, Building Name*, Use Type*, Floor Area (m² or ft²)*
+- Meters: Property Ref*, Building Name*, Meter Name*, Meter Type*, Unit*, Utility Meter Number,
+  PM Meter ID, Provider
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from bpsync.ingest.problems import IngestError, Problem, Where
+from bpsync.ingest.readers import Table, list_sheets, read_xlsx
+from bpsync.ingest.templates import find_column
+from bpsync.ingest.units import METER_TYPES, canonical_unit
+from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
+
+# ISO 3166-1 alpha-2, the 249 assigned codes (docs/decisions.md D9); a test checks the service agrees.
+_COUNTRIES = """
+AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR
+BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC
+EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK
+HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB
+LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ
+NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU
+RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN
+TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW
+"""
+COUNTRY_CODES = frozenset(_COUNTRIES.split())
+# Property and use types (docs/decisions.md D8).
+USE_TYPES = (
+    "office",
+    "retail",
+    "residential",
+    "hotel",
+    "healthcare",
+    "education",
+    "industrial",
+    "warehouse",
+    "data_centre",
+    "laboratory",
+    "restaurant",
+    "assembly",
+    "leisure",
+    "mixed_use",
+    "other",
+)
+SQFT_PER_M2 = 10.7639
+GFA_TOLERANCE = 0.01  # D13: use type areas must sum to gfa_m2 within 0.01 m²
+
+_SHEETS = {
+    "properties": ("properties", "property"),
+    "buildings": ("buildings", "building"),
+    "use_types": ("use types", "use_types", "usetypes", "building use types"),
+    "meters": ("meters", "meter"),
+}
+_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
+    "properties": {
+        "ref": ("Property Ref", "Internal Ref", "internal_ref", "Property Reference"),
+        "name": ("Property Name", "Name"),
+        "street": ("Street", "Address", "Street Address"),
+        "city": ("City",),
+        "state": ("State", "State/Province", "County", "Region"),
+        "postal_code": ("Postal Code", "Postcode", "ZIP", "ZIP Code"),
+        "country": ("Country", "Country Code"),
+        "type": ("Property Type", "Type"),
+    },
+    "buildings": {
+        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "name": ("Building Name", "Building"),
+        "primary_use_type": ("Primary Use Type", "Primary Use"),
+        "gfa": ("Gross Floor Area", "GFA", "Floor Area"),
+        "year_built": ("Year Built",),
+        "floors": ("Floors", "Number of Floors"),
+        "occupancy_pct": ("Occupancy", "Occupancy (%)", "Occupancy %"),
+        "operating_hours_week": (
+            "Operating Hours / Week",
+            "Operating Hours per Week",
+            "Weekly Hours",
+        ),
+    },
+    "use_types": {
+        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "building": ("Building Name", "Building"),
+        "type": ("Use Type",),
+        "gfa": ("Floor Area", "Gross Floor Area", "GFA"),
+    },
+    "meters": {
+        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "building": ("Building Name", "Building"),
+        "name": ("Meter Name", "Meter"),
+        "type": ("Meter Type", "Type"),
+        "unit": ("Unit", "Units"),
+        "utility_ref": ("Utility Meter Number", "Meter Number", "Utility Meter No."),
+        "pm_ref": ("PM Meter ID", "Portfolio Manager Meter ID"),
+        "provider": ("Provider", "Utility"),
+    },
+}
+_REQUIRED = {
+    "properties": ("ref", "name", "street", "city", "country", "type"),
+    "buildings": ("ref", "name", "primary_use_type", "gfa", "year_built", "floors"),
+    "use_types": ("ref", "building", "type", "gfa"),
+    "meters": ("ref", "building", "name", "type", "unit"),
+}
+
+
+@dataclass(frozen=True)
+class RegisterItem:
+    """One thing to create or update: `key` is its idempotency key, `payload` its create body."""
+
+    kind: Literal["property", "building", "meter"]
+    key: tuple[str, ...]
+    payload: dict[str, Any]
+    where: Where
+
+
+@dataclass
+class Register:
+    properties: list[RegisterItem] = field(default_factory=list)
+    buildings: list[RegisterItem] = field(default_factory=list)
+    meters: list[RegisterItem] = field(default_factory=list)
+    # external reference (utility meter number, PM meter id) → meter key (ref, building, meter)
+    meter_links: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.is_error for p in self.problems)
+
+
+class _Sheet:
+    """One register sheet's rows with their cells looked up by field."""
+
+    def __init__(self, table: Table, kind: str) -> None:
+        self.table = table
+        self.cols: dict[str, Header] = {}
+        for fld, names in _COLUMNS[kind].items():
+            h = find_column(table.headers, names)
+            if h is not None:
+                self.cols[fld] = h
+        missing = [_COLUMNS[kind][f][0] for f in _REQUIRED[kind] if f not in self.cols]
+        if missing:
+            raise IngestError(
+                f"sheet {table.sheet!r} lacks the column(s) {', '.join(missing)}",
+                where=Where(table.file, table.sheet, table.header_row),
+                code="register_columns",
+            )
+
+
+def _find_sheet(path: Path, kind: str, sheets: list[tuple[str, str]]) -> str | None:
+    names = _SHEETS[kind]
+    return next((t for t, _ in sheets if t.strip().casefold() in names), None)
+
+
+def read_register(path: str | Path) -> Register:
+    """Read and check a register workbook. Every problem names its sheet, row and column."""
+    path = Path(path)
+    sheets = list_sheets(path)
+    reg = Register()
+    tables: dict[str, _Sheet] = {}
+    for kind in _SHEETS:
+        title = _find_sheet(path, kind, sheets)
+        if title is None:
+            if kind in ("properties", "buildings"):
+                raise IngestError(
+                    f"the register needs a {kind.title()!r} sheet; sheets: "
+                    + ", ".join(t for t, _ in sheets),
+                    where=Where(path.name),
+                    code="register_sheets",
+                )
+            continue
+        expected = {n.casefold() for names in _COLUMNS[kind].values() for n in names}
+        table = read_xlsx(path, sheet=title, expected=expected)
+        tables[kind] = _Sheet(table, kind)
+        reg.notes.append(table.describe())
+    properties = _properties(tables["properties"], reg)
+    buildings = _buildings(tables["buildings"], reg, properties)
+    if "use_types" in tables:
+        _use_types(tables["use_types"], reg, buildings)
+    for b in buildings.values():
+        _check_use_type_sum(b, reg)
+    if "meters" in tables:
+        _meters(tables["meters"], reg, buildings)
+    return reg
+
+
+def _rows(sheet: _Sheet) -> Any:
+    for row in sheet.table.rows():
+        values = {
+            f: (row.cells[h.index] if h.index < len(row.cells) else None)
+            for f, h in sheet.cols.items()
+        }
+        yield row, values
+
+
+class _Bad(Exception):
+    def __init__(self, fld: str, reason: str, value: object = None):
+        self.fld, self.reason, self.value = fld, reason, value
+
+
+def _problem(sheet: _Sheet, row: Any, err: _Bad, code: str = "register_invalid") -> Problem:
+    h = sheet.cols.get(err.fld)
+    where = sheet.table.where(row.number, h)
+    return Problem(
+        code,
+        err.reason,
+        where,
+        value=None if err.value is None else cell_text(err.value),
+        row_values=tuple(cell_text(c) for c in row.cells),
+    )
+
+
+def _text(values: Mapping[str, object], fld: str, required: bool) -> str | None:
+    value = values.get(fld)
+    if is_blank(value):
+        if required:
+            raise _Bad(fld, f"{fld.replace('_', ' ')} is required")
+        return None
+    return " ".join(cell_text(value).split())
+
+
+def _number(
+    values: Mapping[str, object],
+    fld: str,
+    required: bool,
+    lo: float,
+    hi: float,
+    *,
+    integer: bool = False,
+) -> float | None:
+    value = values.get(fld)
+    try:
+        number = parse_number(value)
+    except NumberError as exc:
+        raise _Bad(fld, f"{fld.replace('_', ' ')} is not a number ({exc})", value) from None
+    if number is None:
+        if required:
+            raise _Bad(fld, f"{fld.replace('_', ' ')} is required")
+        return None
+    if integer and number != int(number):
+        raise _Bad(fld, f"{fld.replace('_', ' ')} must be a whole number", value)
+    if not lo <= number <= hi or (lo == 0 and fld == "gfa" and number <= 0):
+        raise _Bad(fld, f"{fld.replace('_', ' ')} must be between {lo:g} and {hi:g}", value)
+    return int(number) if integer else number
+
+
+def _choice(values: Mapping[str, object], fld: str, options: Sequence[str]) -> str:
+    text = _text(values, fld, True) or ""
+    folded = text.casefold().replace(" ", "_").replace("-", "_")
+    if folded == "data_center":
+        folded = "data_centre"
+    if folded not in options:
+        raise _Bad(fld, f"{text!r} is not one of: {', '.join(options)}", text)
+    return folded
+
+
+def _area_m2(sheet: _Sheet, values: Mapping[str, object]) -> float:
+    area = _number(values, "gfa", True, 0, 1e9)
+    assert area is not None
+    h = sheet.cols["gfa"]
+    if (
+        "ft" in h.text.casefold()
+        or "sq ft" in h.text.casefold()
+        or "sf" in h.text.casefold().split()
+    ):
+        area = area / SQFT_PER_M2
+    area = round(area, 2)
+    if not 0 < area <= 1e8:
+        raise _Bad(
+            "gfa", "the floor area must be above 0 and at most 100,000,000 m²", values.get("gfa")
+        )
+    return area
+
+
+def _properties(sheet: _Sheet, reg: Register) -> dict[str, RegisterItem]:
+    out: dict[str, RegisterItem] = {}
+    for row, v in _rows(sheet):
+        try:
+            ref = _text(v, "ref", True)
+            assert ref is not None
+            if ref in out:
+                raise _Bad(
+                    "ref",
+                    f"property ref {ref!r} appears twice (first on row {out[ref].where.row})",
+                    ref,
+                )
+            country = (_text(v, "country", True) or "").upper()
+            if country not in COUNTRY_CODES:
+                hint = " (use GB for the United Kingdom)" if country == "UK" else ""
+                raise _Bad(
+                    "country",
+                    f"{country!r} is not an ISO 3166-1 alpha-2 country code{hint}",
+                    country,
+                )
+            address = {
+                "street": _text(v, "street", True),
+                "city": _text(v, "city", True),
+                "country": country,
+            }
+            for opt in ("state", "postal_code"):
+                text = _text(v, opt, False)
+                if text:
+                    address[opt] = text
+            payload = {
+                "name": _text(v, "name", True),
+                "address": address,
+                "type": _choice(v, "type", USE_TYPES),
+                "internal_ref": ref,
+            }
+        except _Bad as err:
+            reg.problems.append(_problem(sheet, row, err))
+            continue
+        out[ref] = RegisterItem("property", (ref,), payload, sheet.table.where(row.number))
+    reg.properties = list(out.values())
+    return out
+
+
+def _buildings(
+    sheet: _Sheet, reg: Register, properties: Mapping[str, RegisterItem]
+) -> dict[tuple[str, str], RegisterItem]:
+    out: dict[tuple[str, str], RegisterItem] = {}
+    for row, v in _rows(sheet):
+        try:
+            ref = _text(v, "ref", True) or ""
+            if ref not in properties:
+                raise _Bad("ref", f"no property with ref {ref!r} on the Properties sheet", ref)
+            name = _text(v, "name", True) or ""
+            key = (ref, name.casefold())
+            if key in out:
+                raise _Bad("name", f"building {name!r} appears twice in property {ref!r}", name)
+            payload: dict[str, Any] = {
+                "name": name,
+                "primary_use_type": _choice(v, "primary_use_type", USE_TYPES),
+                "gfa_m2": _area_m2(sheet, v),
+                "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
+                "floors": _number(v, "floors", True, 1, 500, integer=True),
+            }
+            occupancy = _number(v, "occupancy_pct", False, 0, 100)
+            if occupancy is not None:
+                payload["occupancy_pct"] = occupancy
+            hours = _number(v, "operating_hours_week", False, 0, 168)
+            if hours is not None:
+                payload["operating_hours_week"] = hours
+        except _Bad as err:
+            reg.problems.append(_problem(sheet, row, err))
+            continue
+        out[key] = RegisterItem("building", (ref, name), payload, sheet.table.where(row.number))
+    reg.buildings = list(out.values())
+    return out
+
+
+def _use_types(
+    sheet: _Sheet, reg: Register, buildings: Mapping[tuple[str, str], RegisterItem]
+) -> None:
+    for row, v in _rows(sheet):
+        try:
+            ref = _text(v, "ref", True) or ""
+            name = _text(v, "building", True) or ""
+            b = buildings.get((ref, name.casefold()))
+            if b is None:
+                raise _Bad(
+                    "building",
+                    f"no building {name!r} in property {ref!r} on the Buildings sheet",
+                    name,
+                )
+            use = _choice(v, "type", USE_TYPES)
+            area = _area_m2(sheet, v)
+            uses = b.payload.setdefault("use_types", [])
+            if any(u["type"] == use for u in uses):
+                raise _Bad("type", f"use type {use!r} is listed twice for {name!r}", use)
+            uses.append({"type": use, "gfa_m2": area})
+            b.payload.setdefault("_use_rows", []).append(
+                sheet.table.where(row.number, sheet.cols["gfa"])
+            )
+        except _Bad as err:
+            reg.problems.append(_problem(sheet, row, err))
+
+
+def _check_use_type_sum(b: RegisterItem, reg: Register) -> None:
+    rows = b.payload.pop("_use_rows", [])
+    uses = b.payload.get("use_types")
+    if not uses:
+        return
+    total = math.fsum(u["gfa_m2"] for u in uses)
+    if abs(total - b.payload["gfa_m2"]) > GFA_TOLERANCE:
+        where = rows[0] if rows else b.where
+        listed = " + ".join(f"{u['type']} {u['gfa_m2']:g}" for u in uses)
+        reg.problems.append(
+            Problem(
+                "use_types_gfa_mismatch",
+                f"the use types of {b.key[1]!r} add up to {total:g} m² ({listed}) but its gross "
+                f"floor area is {b.payload['gfa_m2']:g} m² (Buildings sheet row {b.where.row})",
+                where,
+                value=f"{total:g}",
+            )
+        )
+
+
+def _meters(
+    sheet: _Sheet, reg: Register, buildings: Mapping[tuple[str, str], RegisterItem]
+) -> None:
+    seen: dict[tuple[str, str, str], RegisterItem] = {}
+    for row, v in _rows(sheet):
+        try:
+            ref = _text(v, "ref", True) or ""
+            building = _text(v, "building", True) or ""
+            if (ref, building.casefold()) not in buildings:
+                raise _Bad(
+                    "building",
+                    f"no building {building!r} in property {ref!r} on the Buildings sheet",
+                    building,
+                )
+            name = _text(v, "name", True) or ""
+            key = (ref, building, name)
+            if (ref, building.casefold(), name.casefold()) in {
+                (k[0], k[1].casefold(), k[2].casefold()) for k in seen
+            }:
+                raise _Bad("name", f"meter {name!r} appears twice in {building!r}", name)
+            mtype = _choice(v, "type", METER_TYPES)
+            unit_text = _text(v, "unit", True) or ""
+            unit = canonical_unit(mtype, unit_text)
+            if unit is None:
+                raise _Bad(
+                    "unit", f"{unit_text!r} is not a unit a {mtype} meter can be read in", unit_text
+                )
+            payload: dict[str, Any] = {"type": mtype, "unit": unit, "name": name}
+            provider = _text(v, "provider", False)
+            if provider:
+                payload["provider"] = provider
+            for fld in ("utility_ref", "pm_ref"):
+                ext = _text(v, fld, False)
+                if not ext:
+                    continue
+                if ext in reg.meter_links and reg.meter_links[ext] != key:
+                    raise _Bad(
+                        fld,
+                        f"reference {ext!r} is already given to meter {reg.meter_links[ext][2]!r}",
+                        ext,
+                    )
+                reg.meter_links[ext] = key
+        except _Bad as err:
+            reg.problems.append(_problem(sheet, row, err))
+            continue
+        seen[key] = RegisterItem("meter", key, payload, sheet.table.where(row.number))
+    reg.meters = list(seen.values())
+
+
+# ---- idempotent plan against what the service holds --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Action:
+    """`op` is create, update (payload = only the changed fields) or unchanged; `id` is the
+    existing resource's id; `parent` is the key of the property/building it belongs to."""
+
+    kind: Literal["property", "building", "meter"]
+    op: Literal["create", "update", "unchanged", "conflict"]
+    key: tuple[str, ...]
+    payload: dict[str, Any]
+    id: str | None = None
+    parent: tuple[str, ...] | None = None
+    reason: str | None = None
+
+
+def _changed(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in wanted.items():
+        have = current.get(k)
+        if isinstance(v, dict) and isinstance(have, dict):
+            sub = {kk: vv for kk, vv in v.items() if have.get(kk) != vv}
+            if sub:
+                out[k] = sub
+        elif k == "use_types":
+            norm = lambda us: sorted((u["type"], round(float(u["gfa_m2"]), 2)) for u in us or [])  # noqa: E731
+            if norm(v) != norm(have):
+                out[k] = v
+        elif isinstance(v, float) and isinstance(have, int | float):
+            if abs(v - have) > 1e-9:
+                out[k] = v
+        elif have != v:
+            out[k] = v
+    return out
+
+
+def plan_register(
+    register: Register,
+    properties: Sequence[Mapping[str, Any]] = (),
+    buildings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    meters: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> list[Action]:
+    """What to send so the service matches the register, given what it holds now (the API's own
+    JSON: properties; buildings by property id; meters by building id). Properties match by
+    `internal_ref`, buildings by name within their property, meters by name within their
+    building; meters have no update endpoint, so a changed type or unit is a conflict."""
+    buildings = buildings or {}
+    meters = meters or {}
+    by_ref = {p.get("internal_ref"): p for p in properties if p.get("internal_ref")}
+    actions: list[Action] = []
+    prop_ids: dict[str, str | None] = {}
+    for item in register.properties:
+        current = by_ref.get(item.key[0])
+        if current is None:
+            actions.append(Action("property", "create", item.key, item.payload))
+            prop_ids[item.key[0]] = None
+            continue
+        prop_ids[item.key[0]] = current["id"]
+        diff = _changed(item.payload, current)
+        actions.append(
+            Action("property", "update" if diff else "unchanged", item.key, diff, current["id"])
+        )
+    bld_ids: dict[tuple[str, str], str | None] = {}
+    for item in register.buildings:
+        ref, name = item.key
+        pid = prop_ids.get(ref)
+        current = next(
+            (
+                b
+                for b in buildings.get(pid or "", ())
+                if str(b.get("name", "")).casefold() == name.casefold()
+            ),
+            None,
+        )
+        if current is None:
+            actions.append(Action("building", "create", item.key, item.payload, parent=(ref,)))
+            bld_ids[(ref, name.casefold())] = None
+            continue
+        bld_ids[(ref, name.casefold())] = current["id"]
+        diff = _changed(item.payload, current)
+        actions.append(
+            Action(
+                "building", "update" if diff else "unchanged", item.key, diff, current["id"], (ref,)
+            )
+        )
+    for item in register.meters:
+        ref, building, name = item.key
+        bid = bld_ids.get((ref, building.casefold()))
+        current = next(
+            (
+                m
+                for m in meters.get(bid or "", ())
+                if str(m.get("name") or "").casefold() == name.casefold()
+            ),
+            None,
+        )
+        parent = (ref, building)
+        if current is None:
+            actions.append(Action("meter", "create", item.key, item.payload, parent=parent))
+        elif (
+            current.get("type") != item.payload["type"]
+            or current.get("unit") != item.payload["unit"]
+        ):
+            actions.append(
+                Action(
+                    "meter",
+                    "conflict",
+                    item.key,
+                    item.payload,
+                    current["id"],
+                    parent,
+                    reason=f"the service's meter is {current.get('type')} in {current.get('unit')}; "
+                    "meters cannot be changed, create a new one with another name",
+                )
+            )
+        else:
+            actions.append(Action("meter", "unchanged", item.key, {}, current["id"], parent))
+    return actions

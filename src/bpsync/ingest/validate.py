@@ -1,0 +1,548 @@
+"""Validate: the checks that need every reading of a meter at once, before anything is sent.
+
+Errors (the row is not sent): duplicate rows beyond the first copy are dropped (reported), two
+rows whose periods overlap are both rejected (the file cannot say which is right), a reading that
+overlaps one already stored is rejected (one stored with the same dates and quantity is "already
+there" and skipped), and an end date after tomorrow is refused as the service would (D22).
+
+Warnings (sent anyway): gaps between consecutive readings, periods far longer or shorter than the
+meter's usual ones, negative values, and the spike/drop flags the service will set, computed
+exactly as the service does (docs/decisions.md D20; `anomaly_flags` below mirrors
+bpservice.domain.readings, and tests/ingest/test_anomaly_agree.py checks they agree).
+
+Readings are kept in compact per-meter arrays (about 60 bytes a reading), never one object per
+row, so a million-row file validates in bounded memory."""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bpsync.ingest.normalise import Candidate
+from bpsync.ingest.problems import Problem, Severity, Where
+
+SPIKE_FACTOR = 3.0
+DROP_FACTOR = 0.25
+WINDOW_DAYS = 365
+MIN_HISTORY = 1
+_MONTH_DAYS = range(27, 33)
+LONG_PERIOD_DAYS = 366
+_NAN = math.nan
+
+
+# ---- the service's anomaly rule, reimplemented ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PastReading:
+    start: dt.date
+    end: dt.date
+    consumption: float
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days + 1
+
+
+def _days_before(day: dt.date, days: int) -> dt.date:
+    if (day - dt.date.min).days < days:
+        return dt.date.min
+    return day - dt.timedelta(days=days)
+
+
+def twelve_month_average(
+    history: Iterable[PastReading], start: dt.date, end: dt.date
+) -> float | None:
+    """The average the service compares a new start..end reading with (D20): earlier readings
+    ending in the 365 days before `start`, per day scaled to the new length, monthly bills (27-32
+    days) compared bill to bill, negative ones left out; None below one reading."""
+    new_days = (end - start).days + 1
+    since = _days_before(start, WINDOW_DAYS)
+    values = [
+        p.consumption
+        if p.days in _MONTH_DAYS and new_days in _MONTH_DAYS
+        else p.consumption * new_days / p.days
+        for p in history
+        if since <= p.end < start and p.consumption >= 0
+    ]
+    if len(values) < MIN_HISTORY:
+        return None
+    return sum(values) / len(values)
+
+
+def anomaly_flags(consumption: float, average: float | None) -> list[str]:
+    if consumption < 0:
+        return ["negative"]
+    if average is None or average <= 0:
+        return []
+    if consumption >= SPIKE_FACTOR * average:
+        return ["spike"]
+    if consumption < DROP_FACTOR * average:
+        return ["drop"]
+    return []
+
+
+def predict_flags(
+    readings: Sequence[PastReading], stored: Sequence[PastReading] = ()
+) -> list[list[str]]:
+    """The flags the service will give each of `readings` (one meter, non-overlapping, in the
+    order they will be submitted: by start date) when `stored` is already there."""
+    order = sorted(range(len(readings)), key=lambda i: readings[i].start)
+    stored = sorted(stored, key=lambda p: p.start)
+    flags = flags_by_ordinal(
+        [readings[i].start.toordinal() for i in order],
+        [readings[i].end.toordinal() for i in order],
+        [readings[i].consumption for i in order],
+        [p.start.toordinal() for p in stored],
+        [p.end.toordinal() for p in stored],
+        [p.consumption for p in stored],
+    )
+    out: list[list[str]] = [[] for _ in readings]
+    for pos, i in enumerate(order):
+        out[i] = flags[pos]
+    return out
+
+
+def flags_by_ordinal(
+    starts: Sequence[int],
+    ends: Sequence[int],
+    consumption: Sequence[float],
+    stored_starts: Sequence[int],
+    stored_ends: Sequence[int],
+    stored_consumption: Sequence[float],
+) -> list[list[str]]:
+    """`predict_flags` on day ordinals, both lists sorted by start (the hot path of `validate`).
+
+    The service's history is the stored readings (by start) followed by the batch; only readings
+    ending in the year before a reading starts count, and readings of a meter never overlap, so the
+    window is one slice of each list. Values are summed in the service's order with the same
+    arithmetic, so the comparisons at the 3x / 25 % thresholds come out identical."""
+    out: list[list[str]] = []
+    for pos in range(len(starts)):
+        start, c = starts[pos], consumption[pos]
+        if c < 0:
+            out.append(["negative"])
+            continue
+        new_days = ends[pos] - start + 1
+        monthly = 27 <= new_days <= 32
+        since = max(start - WINDOW_DAYS, 1)  # date.min is ordinal 1
+        values = []
+        for e_list, s_list, c_list, hi in (
+            (stored_ends, stored_starts, stored_consumption, len(stored_ends)),
+            (ends, starts, consumption, pos),
+        ):
+            lo = bisect.bisect_left(e_list, since, 0, hi)
+            top = bisect.bisect_left(e_list, start, lo, hi)
+            for k in range(lo, top):
+                past = c_list[k]
+                if past < 0:
+                    continue
+                days = e_list[k] - s_list[k] + 1
+                values.append(past if monthly and 27 <= days <= 32 else past * new_days / days)
+        average = sum(values) / len(values) if len(values) >= MIN_HISTORY else None
+        out.append(anomaly_flags(c, average))
+    return out
+
+
+# ---- collecting ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReading:
+    """A reading already on the service (fetched once per meter by the network stage)."""
+
+    start: dt.date
+    end: dt.date
+    consumption: float
+    id: str | None = None
+
+
+class _MeterSet:
+    """One meter's readings from the file, column-wise."""
+
+    __slots__ = (
+        "cols",
+        "consumption",
+        "cost",
+        "currency",
+        "demand",
+        "ends",
+        "estimated",
+        "key",
+        "meter_id",
+        "rows",
+        "starts",
+        "unit",
+    )
+
+    def __init__(self, key: str, meter_id: str | None, unit: str | None) -> None:
+        self.key, self.meter_id, self.unit = key, meter_id, unit
+        self.rows = array("q")
+        self.starts = array("l")
+        self.ends = array("l")
+        self.consumption = array("d")
+        self.cost = array("d")
+        self.demand = array("d")
+        self.currency = array("h")
+        self.estimated = array("b")
+        self.cols = array("l")
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class Collected:
+    """Everything the file said, before the file-level checks: readings grouped by meter, and the
+    row problems found so far."""
+
+    meters: dict[str, _MeterSet] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    currencies: list[str] = field(default_factory=list)
+    file: str = ""
+    sheet: str | None = None
+    rows_read: int = 0
+
+    @property
+    def count(self) -> int:
+        return sum(len(m) for m in self.meters.values())
+
+    def meter_ranges(self) -> dict[str, tuple[dt.date, dt.date]]:
+        """meter id → (first start, last end) of the file's readings, widened a year back: the
+        range of stored readings the network stage should fetch (overlaps and anomaly history)."""
+        out = {}
+        for m in self.meters.values():
+            if m.meter_id is None or not len(m):
+                continue
+            first = dt.date.fromordinal(min(m.starts))
+            out[m.meter_id] = (
+                _days_before(first, WINDOW_DAYS + 1),
+                dt.date.fromordinal(max(m.ends)),
+            )
+        return out
+
+
+def collect(
+    items: Iterable[Candidate | Problem], *, file: str = "", sheet: str | None = None
+) -> Collected:
+    """Drain the normalised stream into compact per-meter columns."""
+    c = Collected(file=file, sheet=sheet)
+    currency_index: dict[str | None, int] = {None: -1}
+    # Items arrive in row order (a wide row yields several): count rows without keeping them.
+    last_row = None
+    rows = 0
+    for item in items:
+        row = item.where.row if isinstance(item, Problem) else item.row
+        if row is not None and row != last_row:
+            rows += 1
+            last_row = row
+        if isinstance(item, Problem):
+            c.problems.append(item)
+            continue
+        key = item.meter_id or item.meter_key
+        m = c.meters.get(key)
+        if m is None:
+            m = c.meters[key] = _MeterSet(item.meter_key, item.meter_id, item.unit)
+        cur = currency_index.get(item.currency)
+        if cur is None:
+            cur = currency_index[item.currency] = len(c.currencies)
+            c.currencies.append(item.currency or "")
+        m.rows.append(item.row)
+        m.starts.append(item.start.toordinal())
+        m.ends.append(item.end.toordinal())
+        m.consumption.append(item.consumption)
+        m.cost.append(_NAN if item.cost is None else item.cost)
+        m.demand.append(_NAN if item.demand_kw is None else item.demand_kw)
+        m.currency.append(cur)
+        m.estimated.append(1 if item.estimated else 0)
+        m.cols.append(-1 if item.column_index is None else item.column_index)
+    c.rows_read = rows
+    return c
+
+
+def _nan_safe(value: float) -> float:
+    return -math.inf if math.isnan(value) else value  # NaN never equals itself
+
+
+# ---- validating ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ValidationResult:
+    """What may be sent (by meter, by start date), and every problem with its row."""
+
+    collected: Collected
+    accepted: dict[str, array] = field(default_factory=dict)  # meter key → indices, by start
+    flags: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # predicted anomalies
+    problems: list[Problem] = field(default_factory=list)
+    already_stored: int = 0
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.is_error]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def rejected_rows(self) -> set[int]:
+        return {p.where.row for p in self.problems if p.is_error and p.where.row is not None}
+
+    @property
+    def accepted_count(self) -> int:
+        return sum(len(v) for v in self.accepted.values())
+
+    def meters(self) -> list[str]:
+        return list(self.accepted)
+
+    def candidates(self, meter: str) -> Iterator[Candidate]:
+        """The readings of one meter that passed, by start date (what the planner batches)."""
+        m = self.collected.meters[meter]
+        cur = self.collected.currencies
+        for i in self.accepted.get(meter, ()):
+            cost, demand = m.cost[i], m.demand[i]
+            yield Candidate(
+                m.rows[i],
+                m.key,
+                m.meter_id,
+                dt.date.fromordinal(m.starts[i]),
+                dt.date.fromordinal(m.ends[i]),
+                m.consumption[i],
+                m.unit,
+                None if math.isnan(cost) else cost,
+                cur[m.currency[i]] or None if m.currency[i] >= 0 else None,
+                None if math.isnan(demand) else demand,
+                bool(m.estimated[i]),
+                None if m.cols[i] < 0 else m.cols[i],
+            )
+
+    def all_candidates(self) -> Iterator[Candidate]:
+        for meter in self.accepted:
+            yield from self.candidates(meter)
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "rows_read": self.collected.rows_read,
+            "readings": self.accepted_count,
+            "meters": sum(1 for v in self.accepted.values() if len(v)),
+            "rejected_rows": len(self.rejected_rows),
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "already_stored": self.already_stored,
+        }
+
+
+def validate(
+    collected: Collected,
+    *,
+    existing: Mapping[str, Sequence[StoredReading]] | None = None,
+    today: dt.date | None = None,
+    start_column: tuple[str, int] | None = None,
+    value_columns: Mapping[int, str] | None = None,
+    consumption_column: int | None = None,
+) -> ValidationResult:
+    """Run the file-level checks. `existing` maps a meter id to its stored readings (in and a year
+    before the file's range, see `Collected.meter_ranges`); `today` enables the future-date check
+    (the service allows ends up to one day ahead of its UTC date). `start_column` names the column
+    period problems point at; value problems point at the reading's consumption column
+    (`consumption_column`, or the wide layout's own column), named by `value_columns`."""
+    result = ValidationResult(collected, problems=list(collected.problems))
+    last_allowed = (today + dt.timedelta(days=1)).toordinal() if today else None
+    col_name, col_index = start_column or (None, None)
+
+    names = value_columns or {}
+
+    def where(row: int, column: int | None = None) -> Where:
+        if column is None or column < 0:
+            return Where(collected.file, collected.sheet, row, col_name, col_index)
+        return Where(collected.file, collected.sheet, row, names.get(column), column)
+
+    def add(
+        code: str,
+        reason: str,
+        row: int,
+        meter: str,
+        severity: Severity = "error",
+        value: str | None = None,
+        column: int | None = None,
+    ) -> None:
+        problem = Problem(code, reason, where(row, column), value, severity, meter)
+        result.problems.append(problem)
+
+    fmt = dt.date.fromordinal
+    for key, m in collected.meters.items():
+        n = len(m)
+        order = sorted(range(n), key=lambda i: (m.starts[i], m.ends[i], m.rows[i]))
+        rejected: set[int] = set()
+        # Duplicates and overlaps inside the file.
+        # Sorted by period, identical readings are neighbours: compare within one period only.
+        seen: dict[tuple[float, float, float], int] = {}
+        period: tuple[int, int] | None = None
+        kept: list[int] = []
+        for i in order:
+            if (m.starts[i], m.ends[i]) != period:
+                period, seen = (m.starts[i], m.ends[i]), {}
+            sig = tuple(_nan_safe(v) for v in (m.consumption[i], m.cost[i], m.demand[i]))
+            first = seen.get(sig)  # type: ignore[arg-type]
+            if first is not None:
+                add(
+                    "duplicate_row",
+                    f"the same reading as row {m.rows[first]}; sent once",
+                    m.rows[i],
+                    m.key,
+                    "warning",
+                )
+                rejected.add(i)  # not an error: dropped, the first copy goes
+                continue
+            seen[sig] = i  # type: ignore[index]
+            kept.append(i)
+        latest: int | None = None  # the kept reading reaching furthest so far
+        for i in kept:
+            if latest is not None and m.starts[i] <= m.ends[latest]:
+                for a, b in ((i, latest), (latest, i)):
+                    add(
+                        "overlap",
+                        f"{fmt(m.starts[a])}..{fmt(m.ends[a])} overlaps row {m.rows[b]} "
+                        f"({fmt(m.starts[b])}..{fmt(m.ends[b])}); both dates are inclusive",
+                        m.rows[a],
+                        m.key,
+                    )
+                rejected.update((i, latest))
+            if latest is None or m.ends[i] > m.ends[latest]:
+                latest = i
+        # Against what the service already holds.
+        stored = sorted(
+            existing.get(m.meter_id, ()) if existing and m.meter_id else (), key=lambda s: s.start
+        )
+        stored_starts = [s.start.toordinal() for s in stored]
+        for i in kept:
+            if i in rejected:
+                continue
+            if last_allowed is not None and m.ends[i] > last_allowed:
+                add(
+                    "future_date",
+                    f"the period ends {fmt(m.ends[i])}, in the future",
+                    m.rows[i],
+                    m.key,
+                )
+                rejected.add(i)
+                continue
+            pos = bisect.bisect_right(stored_starts, m.ends[i])
+            for s in stored[max(pos - 2, 0) : pos] if stored else ():
+                if s.start.toordinal() <= m.ends[i] and m.starts[i] <= s.end.toordinal():
+                    same = (
+                        s.start.toordinal() == m.starts[i]
+                        and s.end.toordinal() == m.ends[i]
+                        and math.isclose(
+                            s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
+                        )
+                    )
+                    if same:
+                        result.already_stored += 1
+                        add(
+                            "already_stored",
+                            "already stored on the service with the same values; skipped",
+                            m.rows[i],
+                            m.key,
+                            "notice",
+                        )
+                    else:
+                        add(
+                            "overlap_stored",
+                            f"{fmt(m.starts[i])}..{fmt(m.ends[i])} overlaps stored reading "
+                            f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " "),
+                            m.rows[i],
+                            m.key,
+                        )
+                    rejected.add(i)
+                    break
+        accepted = [i for i in kept if i not in rejected]
+        result.accepted[key] = array("l", accepted)
+        _warnings(result, m, accepted, stored, add, consumption_column)
+    result.problems.sort(
+        key=lambda p: (p.where.row is None, p.where.row or 0, p.severity != "error")
+    )
+    return result
+
+
+def _warnings(
+    result: ValidationResult,
+    m: _MeterSet,
+    accepted: list[int],
+    stored: Sequence[StoredReading],
+    add: Callable[..., None],
+    consumption_column: int | None,
+) -> None:
+    fmt = dt.date.fromordinal
+    lengths = sorted(m.ends[i] - m.starts[i] + 1 for i in accepted)
+    median = lengths[len(lengths) // 2] if len(lengths) >= 3 else None
+    previous_end: int | None = None
+    previous_row: int | None = None
+    stored_ends = sorted(s.end.toordinal() for s in stored)
+    for i in accepted:
+        days = m.ends[i] - m.starts[i] + 1
+        value_col = m.cols[i] if m.cols[i] >= 0 else consumption_column
+        if m.consumption[i] < 0:
+            add(
+                "negative",
+                "the consumption is negative (the service flags it 'negative')",
+                m.rows[i],
+                m.key,
+                "warning",
+                f"{m.consumption[i]:g}",
+                value_col,
+            )
+        if days > LONG_PERIOD_DAYS:
+            add("long_period", f"the period is {days} days long", m.rows[i], m.key, "warning")
+        elif median is not None and (days > 2 * median or days * 2 < median):
+            kind = "long_period" if days > median else "short_period"
+            add(
+                kind,
+                f"the period is {days} days; this meter's readings are usually {median}",
+                m.rows[i],
+                m.key,
+                "warning",
+            )
+        before = previous_end
+        pos = bisect.bisect_left(stored_ends, m.starts[i])
+        if pos:
+            before = max(before or 0, stored_ends[pos - 1])
+        if before is not None and m.starts[i] > before + 1:
+            gap = m.starts[i] - before - 1
+            after = f"row {previous_row}" if before == previous_end else "a stored reading"
+            add(
+                "gap",
+                f"{gap} days without data between {after} (ends {fmt(before)}) and this reading",
+                m.rows[i],
+                m.key,
+                "warning",
+            )
+        previous_end, previous_row = m.ends[i], m.rows[i]
+    flags_list = flags_by_ordinal(
+        [m.starts[i] for i in accepted],
+        [m.ends[i] for i in accepted],
+        [m.consumption[i] for i in accepted],
+        [s.start.toordinal() for s in stored],
+        [s.end.toordinal() for s in stored],
+        [s.consumption for s in stored],
+    )
+    for i, flags in zip(accepted, flags_list, strict=True):
+        if flags:
+            result.flags[(m.meter_id or m.key, m.rows[i])] = flags
+        for flag in flags:
+            if flag in ("spike", "drop"):
+                what = "3 times or more" if flag == "spike" else "under a quarter of"
+                add(
+                    flag,
+                    f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
+                    m.rows[i],
+                    m.key,
+                    "warning",
+                    f"{m.consumption[i]:g}",
+                    m.cols[i] if m.cols[i] >= 0 else consumption_column,
+                )
