@@ -160,8 +160,16 @@ def _state(ctx: typer.Context, profile: str | None = None, as_json: bool = False
     return state
 
 
+# Width for output that goes to a pipe or file, where there is no terminal to fit: long enough that
+# tables keep one line per row (rich would otherwise assume 80 columns).
+PIPE_WIDTH = 200
+
+
 def stdout() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    console = Console(soft_wrap=True, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(soft_wrap=True, highlight=False, width=PIPE_WIDTH)
+    return console
 
 
 def stderr() -> Console:
@@ -224,8 +232,12 @@ def table(
     rows: Iterable[Any], columns: Sequence[tuple[str, str]], title: str | None = None
 ) -> None:
     t = Table(title=title, show_lines=False, header_style="bold")
-    for header, _ in columns:
-        t.add_column(header, overflow="fold")
+    for header, path in columns:
+        # Ids are copied into the next command: keep them whole; everything else may wrap.
+        if path == "id" or path.endswith("_id"):
+            t.add_column(header, no_wrap=True, min_width=28)
+        else:
+            t.add_column(header, overflow="fold")
     for row in rows:
         t.add_row(*(_cell(_dig(row, path)) for _, path in columns))
     stdout().print(t)
