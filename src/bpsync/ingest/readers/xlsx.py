@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import itertools
 import zipfile
+import zlib
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree.ElementTree import ParseError
 
 from bpsync.ingest.dates import EXCEL_1900, EXCEL_1904
 from bpsync.ingest.problems import IngestError, Where
@@ -36,8 +38,23 @@ def _open(path: Path, name: str) -> Any:
         raise IngestError(f"not a readable .xlsx workbook ({exc})", where=Where(name)) from None
 
 
-def _sheet_rows(ws: Any) -> Iterator[tuple[int, tuple[object, ...]]]:
+# What a damaged workbook raises while a sheet is streamed (cut-off XML, a broken zip member).
+_DAMAGE = (ParseError, zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError, ValueError)
+
+
+def _sheet_rows(ws: Any, name: str) -> Iterator[tuple[int, tuple[object, ...]]]:
     """(row number, values) with trailing empty cells trimmed; stops in a long blank run."""
+    try:
+        yield from _trimmed_rows(ws)
+    except _DAMAGE as exc:
+        raise IngestError(
+            f"sheet {ws.title!r} could not be read: the workbook is damaged ({exc})",
+            where=Where(name, sheet=ws.title),
+            code="damaged_file",
+        ) from None
+
+
+def _trimmed_rows(ws: Any) -> Iterator[tuple[int, tuple[object, ...]]]:
     ws.reset_dimensions()  # exporters often write a wrong <dimension>; read what is there
     blank_run = 0
     for number, values in enumerate(ws.iter_rows(values_only=True), start=1):
@@ -97,7 +114,9 @@ def read_xlsx(
         fallback: tuple[str, int, list[Any]] | None = None
         for title in candidates:
             head = list(
-                itertools.islice(_sheet_rows(wb[title]), skip_rows, skip_rows + HEADER_SEARCH_ROWS)
+                itertools.islice(
+                    _sheet_rows(wb[title], name), skip_rows, skip_rows + HEADER_SEARCH_ROWS
+                )
             )
             if not head:
                 continue
@@ -133,7 +152,7 @@ def read_xlsx(
     def rows() -> Iterator[Row]:
         book = _open(path, name)
         try:
-            for number, values in _sheet_rows(book[title]):
+            for number, values in _sheet_rows(book[title], name):
                 if number <= header_row:
                     continue
                 if len(values) < width:

@@ -1,0 +1,1 @@
+"""Command groups that plug into `bpsync.cli.app`: each module exposes an `attach(...)`."""

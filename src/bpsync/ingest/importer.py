@@ -1,0 +1,473 @@
+"""One import, end to end: reconcile → read/map/normalise/validate → journal → plan → submit →
+results. `bpsync import`, `bpsync demo` and the benchmarks all go through `import_file`.
+
+Order of work (dlt's rule: finish pending work before starting new work):
+1. requests a previous run left in flight are reconciled against the service;
+2. the same file content already imported into the same service and credential is a no-op
+   (`force` re-checks it against the service); an unfinished import of it is resumed;
+3. otherwise the file is read and checked against the organisation's meters and each meter's
+   stored readings (fetched once per meter), and the whole load package (every row's starting
+   fate) is journaled before anything is sent;
+4. the pending rows are planned and sent; rejected rows go to the reject report."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from bpsync.client.service import AsyncServiceClient
+from bpsync.ingest.journal import ImportRecord, Journal, NewRow
+from bpsync.ingest.meters import (
+    create_meters,
+    fetch_existing,
+    fetch_portfolio,
+    load_meter_map,
+    plan_meter_creation,
+)
+from bpsync.ingest.pipeline import check, choose_template, prepare
+from bpsync.ingest.plan import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
+from bpsync.ingest.problems import IngestError, Problem
+from bpsync.ingest.results import (
+    ImportSummary,
+    collect_rejects,
+    reject_report_path,
+    write_reject_report,
+)
+from bpsync.ingest.submit import (
+    NoProgress,
+    Progress,
+    SubmitStopped,
+    Submitter,
+    group_pending,
+    order_for_plan,
+    reconcile_in_flight,
+)
+from bpsync.ingest.values import cell_text
+from bpsync.paths import ensure_private_dir, state_dir
+
+MAX_STORED_PROBLEMS = 2000
+
+
+@dataclass
+class ImportOptions:
+    template: str = "auto"
+    sheet: str | None = None
+    dry_run: bool = False
+    resume: bool = False
+    force: bool = False
+    create_meters: bool = False
+    headroom: float = DEFAULT_HEADROOM
+    concurrency: int = 4
+    template_dirs: Sequence[Path] | None = None
+    include_hidden: bool = False
+    today: dt.date | None = None
+    reject_report: bool = True
+    # Where the journal files this import; default: the base URL and the credential's
+    # fingerprint. The demo names its data dir instead (its port changes between runs).
+    target: str | None = None
+
+
+class ImportBusyError(IngestError):
+    def __init__(self) -> None:
+        super().__init__(
+            "another bpsync import to this service and credential is running; wait for it to "
+            "finish (imports share the journal and the rate limits)",
+            code="import_busy",
+        )
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def target_of(client: AsyncServiceClient) -> str:
+    """Where readings go: the service and the credential's fingerprint (never the secret)."""
+    return f"{client.base.base_url}|{client.credentials.identity}"
+
+
+def _lock_for(target: str) -> FileLock:
+    folder = ensure_private_dir(state_dir() / "locks")
+    name = hashlib.sha256(target.encode()).hexdigest()[:16]
+    return FileLock(str(folder / f"import-{name}.lock"), timeout=0)
+
+
+def _reason(p: Problem) -> str:
+    column = ""
+    if p.where.column:
+        letter = f" ({p.where.letter})" if p.where.letter else ""
+        column = f"column {p.where.column!r}{letter}: "
+    value = f" (value {p.value!r})" if p.value not in (None, "") else ""
+    return f"{column}{p.reason}{value}"
+
+
+async def import_file(
+    client: AsyncServiceClient,
+    profile: str,
+    path: str | Path,
+    options: ImportOptions | None = None,
+    *,
+    journal: Journal | None = None,
+    progress: Progress | None = None,
+    note: Callable[[str], None] | None = None,
+) -> ImportSummary:
+    """Import one file into the service `client` points at; see the module docstring."""
+    options = options or ImportOptions()
+    note = note or (lambda _msg: None)
+    path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        raise IngestError(f"{path}: no such file", code="no_file")
+    started = time.monotonic()
+    own_journal = journal is None
+    journal = journal or Journal()
+    target = options.target or target_of(client)
+    lock = _lock_for(target)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ImportBusyError() from None
+    try:
+        digest = await asyncio.to_thread(file_hash, path)
+        flights, found = await reconcile_in_flight(client, journal, target)
+        if flights:
+            note(
+                f"reconciled {flights} request(s) left in flight by an earlier run: "
+                f"{found} reading(s) were already stored"
+            )
+        previous = journal.latest(target, digest, options.sheet)
+        if previous and previous.status == "complete" and not options.force:
+            return _noop(journal, previous, client, started)
+        if previous and previous.status == "open" and not options.force:
+            record = previous
+            note(f"resuming the unfinished import of {path.name} from {previous.created_at}")
+        else:
+            if options.resume:
+                note("nothing to resume for this file: importing it")
+            made = await _new_import(client, journal, profile, path, digest, target, options, note)
+            if isinstance(made, ImportSummary):
+                made.seconds = time.monotonic() - started
+                return made
+            record = made
+            if previous and previous.status == "open":
+                journal.set_status(previous.id, "superseded")
+        return await _send(client, journal, record, target, path, options, progress, started)
+    finally:
+        lock.release()
+        if own_journal:
+            journal.close()
+
+
+def _noop(
+    journal: Journal, record: ImportRecord, client: AsyncServiceClient, started: float
+) -> ImportSummary:
+    counts = journal.counts(record.id)
+    rejects = {r.source_row for r in journal.rows(record.id, "rejected")}
+    summary = ImportSummary(
+        file=record.file_name,
+        template=record.template,
+        profile=record.profile,
+        environment=client.environment,
+        status="no-op",
+        accepted=counts["accepted"],
+        skipped=counts["skipped"],
+        warnings=int(record.info.get("warnings", 0)),
+        seconds=time.monotonic() - started,
+        import_id=record.id,
+        message=(
+            f"This file's content was already imported on {record.finished_at or record.created_at}"
+            f" ({counts['accepted']} accepted, {len(rejects)} rows rejected): nothing to send. "
+            "Use --force to check it against the service again."
+        ),
+    )
+    report = record.info.get("reject_report")
+    if rejects and report:
+        summary.reject_report = report
+    return summary
+
+
+async def _new_import(
+    client: AsyncServiceClient,
+    journal: Journal,
+    profile: str,
+    path: Path,
+    digest: str,
+    target: str,
+    options: ImportOptions,
+    note: Callable[[str], None],
+) -> ImportRecord | ImportSummary:
+    meter_map = load_meter_map(profile)
+    portfolio = await fetch_portfolio(client, meter_map)
+
+    def read() -> object:
+        return prepare(
+            path,
+            options.template,
+            catalog=portfolio.catalog,
+            template_dirs=options.template_dirs,
+            sheet=options.sheet,
+            include_hidden=options.include_hidden,
+        )
+
+    prepared = await asyncio.to_thread(read)
+    note(prepared.describe())  # type: ignore[attr-defined]
+    for n in prepared.notes:  # type: ignore[attr-defined]
+        note(n)
+    created: list[str] = []
+    if options.create_meters:
+        creation = await asyncio.to_thread(
+            plan_meter_creation,
+            prepared.table,  # type: ignore[attr-defined]
+            prepared.template,  # type: ignore[attr-defined]
+            portfolio,
+        )
+        for why in creation.unclear:
+            note(f"cannot create a meter: {why}")
+        if creation.create and options.dry_run:
+            for m in creation.create:
+                note(f"would create meter {m.building_name} / {m.name} ({m.type}, {m.unit})")
+        elif creation.create:
+            created = await create_meters(client, creation.create)
+            for m, mid in zip(creation.create, created, strict=True):
+                note(f"created meter {m.building_name} / {m.name} ({m.type}, {m.unit}): {mid}")
+            portfolio = await fetch_portfolio(client, meter_map)
+            prepared = await asyncio.to_thread(read)
+    collected = prepared.collected  # type: ignore[attr-defined]
+    existing = await fetch_existing(client, portfolio.building_of, collected.meter_ranges())
+    today = options.today or dt.datetime.now(dt.UTC).date()
+    result = await asyncio.to_thread(check, prepared, existing=existing, today=today)  # type: ignore[arg-type]
+
+    rows: list[NewRow] = []
+    for meter in result.meters():
+        for c in result.candidates(meter):
+            assert c.meter_id is not None
+            rows.append(
+                NewRow(
+                    c.row,
+                    "pending",
+                    c.meter_id,
+                    portfolio.building_of[c.meter_id],
+                    c.meter_key,
+                    c.start,
+                    c.end,
+                    c.consumption,
+                    c.payload(),
+                )
+            )
+    for p in result.problems:
+        if p.is_error:
+            rows.append(
+                NewRow(
+                    p.where.row,
+                    "rejected",
+                    meter_key=p.meter,
+                    code=p.code,
+                    reason=_reason(p),
+                    row_values=p.row_values or None,
+                )
+            )
+        elif p.code in ("already_stored", "duplicate_row"):
+            rows.append(
+                NewRow(p.where.row, "skipped", meter_key=p.meter, code=p.code, reason=p.reason)
+            )
+    shown = [p.as_dict() for p in result.problems if p.severity != "notice"]
+    info = {
+        "warnings": len(result.warnings),
+        "rows_read": collected.rows_read,
+        "notes": list(prepared.notes),  # type: ignore[attr-defined]
+        "problems": shown[:MAX_STORED_PROBLEMS],
+        "problem_count": len(shown),
+        "created_meters": created,
+        "lookup_requests": portfolio.requests + len(existing),
+    }
+    table = prepared.table  # type: ignore[attr-defined]
+    template = prepared.template.name  # type: ignore[attr-defined]
+    if options.dry_run:
+        return _dry_run(client, profile, path, template, rows, info, options)
+    import_id = journal.create_import(
+        target=target,
+        file_hash=digest,
+        path=path,
+        sheet=options.sheet,
+        template=template,
+        profile=profile,
+        environment=client.environment,
+        headers=[h.text for h in table.headers],
+        info=info,
+        rows=rows,
+    )
+    return journal.get(import_id)
+
+
+def _plan(client: AsyncServiceClient, groups: dict, options: ImportOptions) -> Plan:
+    limiter = client.limiter
+    snapshot = limiter.snapshot() if limiter is not None else {}
+    now = limiter.clock() if limiter is not None else time.time()
+    limits = limits_from_state(
+        snapshot,
+        now,
+        client.credentials.kind,
+        headroom=options.headroom,
+        concurrency=options.concurrency,
+    )
+    return make_plan(order_for_plan(groups), limits)
+
+
+def _dry_run(
+    client: AsyncServiceClient,
+    profile: str,
+    path: Path,
+    template: str,
+    rows: list[NewRow],
+    info: dict,
+    options: ImportOptions,
+) -> ImportSummary:
+    groups: dict[str, list[NewRow]] = {}
+    for r in rows:
+        if r.status == "pending" and r.meter_id:
+            groups.setdefault(r.meter_id, []).append(r)
+    plan = _plan(client, groups, options)
+    rejected = {r.source_row for r in rows if r.status == "rejected"}
+    return ImportSummary(
+        file=path.name,
+        template=template,
+        profile=profile,
+        environment=client.environment,
+        status="dry-run",
+        accepted=0,
+        rejected=len(rejected),
+        skipped=sum(1 for r in rows if r.status == "skipped"),
+        pending=plan.readings,
+        warnings=int(info["warnings"]),
+        plan=plan.as_dict(),
+        problems=info["problems"],
+        message=(
+            f"Dry run: {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
+            f"{plan.batches} batch and {plan.singles} single call(s), about "
+            f"{_duration(plan.estimate.seconds)}; nothing was sent."
+        ),
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+async def _send(
+    client: AsyncServiceClient,
+    journal: Journal,
+    record: ImportRecord,
+    target: str,
+    path: Path,
+    options: ImportOptions,
+    progress: Progress | None,
+    started: float,
+) -> ImportSummary:
+    groups = group_pending(journal.rows(record.id, "pending"))
+    plan = _plan(client, groups, options)
+    summary = ImportSummary(
+        file=record.file_name,
+        template=record.template,
+        profile=record.profile,
+        environment=client.environment,
+        status="complete",
+        warnings=int(record.info.get("warnings", 0)),
+        import_id=record.id,
+        plan=plan.as_dict(),
+        problems=list(record.info.get("problems", [])),
+    )
+    if options.dry_run:
+        summary.status = "dry-run"
+        summary.pending = plan.readings
+        summary.message = (
+            f"Dry run of the unfinished import: {plan.readings} reading(s) left, about "
+            f"{_duration(plan.estimate.seconds)}; nothing was sent."
+        )
+        return summary
+    submitter = Submitter(
+        client,
+        journal,
+        record.id,
+        target,
+        groups,
+        plan,
+        progress=progress or NoProgress(),
+        concurrency=options.concurrency,
+        headroom=options.headroom,
+    )
+    stopped: str | None = None
+    try:
+        stats = await submitter.run()
+        stopped = stats.stopped
+    except SubmitStopped as exc:
+        stopped = exc.reason
+    summary.send_seconds = submitter.stats.seconds
+    counts = journal.counts(record.id)
+    summary.accepted = counts["accepted"]
+    summary.skipped = counts["skipped"]
+    summary.pending = counts["pending"] + counts["sent"]
+    summary.skipped_by_reason = journal.code_counts(record.id, "skipped")
+    summary.requests = journal.request_count(record.id) + int(record.info.get("lookup_requests", 0))
+    rejected = journal.rows(record.id, "rejected")
+    if rejected and options.reject_report:
+        summary.reject_report = str(
+            await asyncio.to_thread(_report, journal, record, path, rejected, options.template_dirs)
+        )
+    summary.rejected = len({r.source_row for r in rejected})
+    info = dict(record.info)
+    if summary.reject_report:
+        info["reject_report"] = summary.reject_report
+    if summary.pending:
+        summary.status = "interrupted"
+        summary.message = (
+            f"Stopped ({stopped or 'interrupted'}): {summary.pending} reading(s) not sent yet. "
+            f"Run `bpsync import {path.name} --resume` to send the rest."
+        )
+        journal.set_status(record.id, "open", info)
+    else:
+        journal.set_status(record.id, "complete", info)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _report(
+    journal: Journal,
+    record: ImportRecord,
+    path: Path,
+    rejected: list,
+    template_dirs: Sequence[Path] | None = None,
+) -> Path:
+    """Write the reject report; rows the service refused get their original cells from the file
+    (local problems carry them already)."""
+    missing = {r.source_row for r in rejected if not r.row_values and r.source_row is not None}
+    if missing and path.is_file() and file_hash(path) == record.file_hash:
+        table, _ = choose_template(
+            path, record.template, sheet=record.sheet, template_dirs=template_dirs
+        )
+        cells: dict[int, tuple[str, ...]] = {}
+        for row in table.rows():
+            if row.number in missing:
+                cells[row.number] = tuple(cell_text(c) for c in row.cells)
+                if len(cells) == len(missing):
+                    break
+        journal.set_row_values(
+            record.id,
+            {r.seq: cells[r.source_row] for r in rejected if r.source_row in cells},
+        )
+        rejected = journal.rows(record.id, "rejected")
+    rejects = collect_rejects((r.source_row, r.row_values, r.code, r.reason) for r in rejected)
+    out = reject_report_path(path)
+    return write_reject_report(out, record.headers, rejects)

@@ -1,0 +1,284 @@
+"""Meters for an import: the profile's meter map, the organisation's meter catalog, the readings
+already stored, and (with `--create-meters`) meters the file names but the service lacks.
+
+The meter map links an external reference (a utility account or meter number, a Portfolio Manager
+meter id, a Green Button usage point) to the service's meter id. It is a small JSON file per
+profile in the user config dir (`meter-maps/<profile>.json`): no secrets, human-readable, edited
+with `bpsync meters link`."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bpsync.client.service import AsyncServiceClient
+from bpsync.ingest.mapping import MappedRow, map_table
+from bpsync.ingest.normalise import MeterCatalog, MeterInfo
+from bpsync.ingest.readers import Table
+from bpsync.ingest.templates import Template
+from bpsync.ingest.units import UNITS_BY_METER_TYPE, canonical_unit, lookup_unit
+from bpsync.ingest.validate import StoredReading
+from bpsync.paths import config_dir, ensure_private_dir
+
+PER_PAGE = 200
+FETCH_CONCURRENCY = 8
+_METER_ID = re.compile(r"^mtr_[A-Za-z0-9_-]+$")
+
+
+# ---- the meter map ------------------------------------------------------------------------------
+
+
+def meter_map_path(profile: str) -> Path:
+    return config_dir() / "meter-maps" / f"{profile}.json"
+
+
+def load_meter_map(profile: str) -> dict[str, str]:
+    path = meter_map_path(profile)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a valid meter map ({exc})") from None
+    links = data.get("links", data) if isinstance(data, dict) else None
+    if not isinstance(links, dict):
+        raise ValueError(f"{path}: expected {{'links': {{reference: meter id}}}}")
+    return {str(k): str(v) for k, v in links.items()}
+
+
+def save_meter_map(profile: str, links: Mapping[str, str]) -> Path:
+    path = meter_map_path(profile)
+    ensure_private_dir(path.parent)
+    tmp = path.with_suffix(".tmp")
+    body = {"links": dict(sorted(links.items()))}
+    tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # atomic: a crash never leaves half a map
+    return path
+
+
+def link_meter(profile: str, reference: str, meter_id: str) -> Path:
+    reference = " ".join(reference.split())
+    if not reference:
+        raise ValueError("the external reference is empty")
+    if not _METER_ID.match(meter_id):
+        raise ValueError(f"{meter_id!r} is not a meter id (mtr_…)")
+    links = load_meter_map(profile)
+    links[reference] = meter_id
+    return save_meter_map(profile, links)
+
+
+def unlink_meter(profile: str, reference: str) -> bool:
+    links = load_meter_map(profile)
+    if links.pop(" ".join(reference.split()), None) is None:
+        return False
+    save_meter_map(profile, links)
+    return True
+
+
+# ---- the organisation's meters ------------------------------------------------------------------
+
+
+@dataclass
+class Portfolio:
+    """What the service holds, as the importer needs it."""
+
+    catalog: MeterCatalog
+    building_of: dict[str, str] = field(default_factory=dict)  # meter id → building id
+    buildings: dict[str, dict] = field(default_factory=dict)  # building id → summary JSON
+    requests: int = 0
+
+
+async def _gather_limited(coros: Iterable, limit: int = FETCH_CONCURRENCY) -> list:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(c):  # type: ignore[no-untyped-def]
+        async with sem:
+            return await c
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def fetch_portfolio(
+    client: AsyncServiceClient, meter_map: Mapping[str, str] | None = None
+) -> Portfolio:
+    """Every meter of the organisation (properties → buildings → meters, 200 a page)."""
+    properties = await client.properties.list(per_page=PER_PAGE).to_list()
+    building_lists = await _gather_limited(
+        client.buildings.list(p.id, per_page=PER_PAGE).to_list() for p in properties
+    )
+    buildings = [b for bs in building_lists for b in bs]
+    meter_lists = await _gather_limited(
+        client.meters.list(b.id, per_page=PER_PAGE).to_list() for b in buildings
+    )
+    infos, building_of = [], {}
+    for b, meters in zip(buildings, meter_lists, strict=True):
+        for m in meters:
+            infos.append(MeterInfo(m.id, str(m.type.value), m.unit, b.id, b.name, m.name))
+            building_of[m.id] = b.id
+    return Portfolio(
+        MeterCatalog.build(infos, meter_map or {}),
+        building_of,
+        {b.id: b.model_dump(mode="json") for b in buildings},
+        1 + len(properties) + len(buildings),
+    )
+
+
+async def fetch_readings(
+    client: AsyncServiceClient,
+    building_id: str,
+    meter_id: str,
+    start: dt.date | None,
+    end: dt.date | None,
+) -> list[StoredReading]:
+    """The meter's readings starting on or after `start` and ending on or before `end`."""
+    items = await client.readings.list(
+        building_id, meter_id, start_date=start, end_date=end, per_page=PER_PAGE
+    ).to_list()
+    return [StoredReading(r.start_date, r.end_date, r.consumption, r.id) for r in items]
+
+
+# Stored readings longer than this that start before the file's first reading and still overlap it
+# would not be fetched; the service refuses such an overlap anyway (the row is then rejected).
+_LONGEST_STORED = dt.timedelta(days=400)
+
+
+async def fetch_existing(
+    client: AsyncServiceClient,
+    building_of: Mapping[str, str],
+    ranges: Mapping[str, tuple[dt.date, dt.date]],
+) -> dict[str, list[StoredReading]]:
+    """Each meter's stored readings around the file's range, once per meter (overlaps and the
+    anomaly history need them). `ranges` is `Collected.meter_ranges()`."""
+    meters = [m for m in ranges if m in building_of]
+    lists = await _gather_limited(
+        fetch_readings(client, building_of[m], m, ranges[m][0], ranges[m][1] + _LONGEST_STORED)
+        for m in meters
+    )
+    return dict(zip(meters, lists, strict=True))
+
+
+# ---- creating missing meters --------------------------------------------------------------------
+
+_TYPE_WORDS: tuple[tuple[str, str], ...] = (
+    ("district heat", "district_heating"),
+    ("district cool", "district_cooling"),
+    ("chilled water", "district_cooling"),
+    ("natural gas", "natural_gas"),
+    ("fuel oil", "fuel_oil"),
+    ("heating oil", "fuel_oil"),
+    ("electric", "electricity"),
+    ("elec", "electricity"),
+    ("power", "electricity"),
+    ("gas", "natural_gas"),
+    ("water", "water"),
+    ("steam", "steam"),
+    ("diesel", "diesel"),
+    ("lpg", "lpg"),
+    ("propane", "lpg"),
+    ("solar", "solar"),
+    ("pv", "solar"),
+    ("chp", "chp"),
+    ("landfill", "waste_landfill"),
+    ("recycl", "waste_recycling"),
+    ("compost", "waste_compost"),
+)
+
+
+def infer_meter_type(name: str, unit: str | None) -> str | None:
+    """The meter type a name and unit make clear, or None. A word in the name ("Gas Boiler",
+    "Main Electric") decides when the unit fits that type; otherwise the unit alone decides only
+    when exactly one type accepts it."""
+    if unit is None or lookup_unit(unit) is None:
+        return None
+    text = " ".join(re.split(r"[\s_\-/]+", name.casefold()))
+    for word, mtype in _TYPE_WORDS:
+        if re.search(rf"\b{re.escape(word)}", text):
+            return mtype if canonical_unit(mtype, unit) else None
+    fits = [t for t in UNITS_BY_METER_TYPE if canonical_unit(t, unit)]
+    return fits[0] if len(fits) == 1 else None
+
+
+@dataclass(frozen=True)
+class NewMeter:
+    building_id: str
+    building_name: str
+    name: str
+    type: str
+    unit: str
+
+
+@dataclass
+class MeterCreation:
+    create: list[NewMeter] = field(default_factory=list)
+    unclear: list[str] = field(default_factory=list)  # sentences for the user
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def plan_meter_creation(table: Table, template: Template, portfolio: Portfolio) -> MeterCreation:
+    """Meters the file names that the service lacks and that can be created: the template names
+    meters by building + meter name, the building exists, and the type and unit are clear (one
+    unit for the meter in the whole file). Meters named by external reference carry no building,
+    so they are listed as unclear (link them with `bpsync meters link`)."""
+    out = MeterCreation()
+    if template.meter.by != "building_name":
+        out.unclear.append(
+            f"template {template.name!r} names meters by {template.meter.by.replace('_', ' ')}, "
+            "which says nothing about the building: create the meters and link them instead"
+        )
+        return out
+    buildings: dict[str, list[tuple[str, str]]] = {}
+    for bid, b in portfolio.buildings.items():
+        buildings.setdefault(_fold(str(b.get("name", ""))), []).append((bid, str(b["name"])))
+    wanted: dict[tuple[str, str], set[str | None]] = {}
+    names: dict[tuple[str, str], tuple[str, str]] = {}
+    for item in map_table(table, template):
+        if not isinstance(item, MappedRow) or item.building is None:
+            continue
+        key = (_fold(item.building), _fold(item.meter_key))
+        if key in wanted:
+            wanted[key].add(item.unit)
+            continue
+        if not isinstance(
+            portfolio.catalog.resolve("building_name", item.meter_key, item.building), str
+        ):
+            continue  # the meter exists
+        wanted[key] = {item.unit}
+        names[key] = (item.building, item.meter_key)
+    for key, units in wanted.items():
+        building, name = names[key]
+        found = buildings.get(key[0], [])
+        if len(found) != 1:
+            what = "no building" if not found else "several buildings"
+            out.unclear.append(f"{name!r}: {what} named {building!r}")
+            continue
+        if len(units) != 1 or None in units:
+            out.unclear.append(f"{building} / {name}: the file gives no single unit for it")
+            continue
+        unit = next(iter(units))
+        assert unit is not None
+        mtype = infer_meter_type(name, unit)
+        if mtype is None:
+            out.unclear.append(f"{building} / {name}: the meter type is not clear from {unit!r}")
+            continue
+        canonical = canonical_unit(mtype, unit)
+        assert canonical is not None
+        out.create.append(NewMeter(found[0][0], found[0][1], name, mtype, canonical))
+    return out
+
+
+async def create_meters(client: AsyncServiceClient, meters: Iterable[NewMeter]) -> list[str]:
+    """Create the meters; returns their ids. Meters are created one at a time (a few per file)."""
+    ids = []
+    for m in meters:
+        created = await client.meters.create(m.building_id, type=m.type, unit=m.unit, name=m.name)
+        ids.append(created.id)
+    return ids

@@ -1,0 +1,318 @@
+"""Plan: group readings by meter, sort by start date, chunk into batches of at most 500, and choose
+per chunk between one batch call and single calls so the whole import ends soonest.
+
+Every call spends the principal's bucket (per API key 1,000, or per OAuth user 300, per window);
+a batch call also spends the bulk bucket (10 per window). A file of 1,000 meters x 12 monthly bills
+is 1,000 small batches, 100 minutes at 10 a minute, but about 12 minutes as 12,000 single calls
+under 1,000 a minute. The planner sorts chunks by size, largest first, and batches the prefix that
+minimises the estimate (the largest groups save the most calls per bulk token); small chunks go as
+single calls. A share of every bucket (`headroom`) is left for other traffic of the same key.
+
+Pure: limits come in as plain data (`limits_from_state` reads the client's learned buckets, else the
+spec's defaults), nothing here sends or sleeps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+MAX_BATCH = 500
+DEFAULT_HEADROOM = 0.10
+# The spec's limits (per window of 60 s) for the buckets an import spends.
+SPEC_LIMITS: dict[str, int] = {"key": 1000, "user": 300, "bulk": 10}
+SPEC_WINDOW = 60.0
+
+CallKind = Literal["batch", "single"]
+
+
+@dataclass(frozen=True)
+class BucketBudget:
+    """One bucket as the planner sees it: `limit` per `window` seconds, and (when the client has
+    learned it) what is left in the current window and when that window ends."""
+
+    kind: str
+    limit: int
+    window: float
+    remaining: int | None = None
+    reset_in: float | None = None
+    learned: bool = False
+
+    def per_window(self, headroom: float) -> int:
+        """Calls this import may make per window: the limit less the headroom (at least one)."""
+        return max(1, math.floor(self.limit * (1.0 - headroom)))
+
+    def reserve(self, headroom: float) -> int:
+        return self.limit - self.per_window(headroom)
+
+    def seconds_until(self, n: int, headroom: float) -> float:
+        """How long until the n-th call may start (0 when it fits in what is left now).
+
+        Fixed windows: what is left of the current window first, then `per_window` calls at the
+        start of each following window."""
+        if n <= 0:
+            return 0.0
+        per = self.per_window(headroom)
+        if self.remaining is None:
+            now_left, first_reset = per, self.window
+        else:
+            now_left = max(0, self.remaining - self.reserve(headroom))
+            first_reset = self.window if self.reset_in is None else max(0.0, self.reset_in)
+        if n <= now_left:
+            return 0.0
+        return first_reset + self.window * ((n - now_left - 1) // per)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Everything the estimate depends on. Latencies are per call on the wire (a batch costs a
+    base plus a little per reading); `concurrency` is how many calls are in flight at once."""
+
+    principal: BucketBudget
+    bulk: BucketBudget
+    headroom: float = DEFAULT_HEADROOM
+    concurrency: int = 4
+    single_seconds: float = 0.03
+    batch_seconds: float = 0.05
+    batch_seconds_per_reading: float = 0.0005
+
+    def batch_latency(self, size: int) -> float:
+        return self.batch_seconds + self.batch_seconds_per_reading * size
+
+
+def default_limits(
+    principal_kind: str = "key", *, headroom: float = DEFAULT_HEADROOM, **kwargs: float
+) -> Limits:
+    """The spec's limits with full windows ahead (nothing learned yet)."""
+    principal = BucketBudget(principal_kind, SPEC_LIMITS.get(principal_kind, 1000), SPEC_WINDOW)
+    bulk = BucketBudget("bulk", SPEC_LIMITS["bulk"], SPEC_WINDOW)
+    return Limits(principal, bulk, headroom, **kwargs)  # type: ignore[arg-type]
+
+
+def limits_from_state(
+    buckets: Mapping[str, object],
+    now: float,
+    principal_kind: str = "key",
+    *,
+    headroom: float = DEFAULT_HEADROOM,
+    **kwargs: float,
+) -> Limits:
+    """Limits from the client's learned buckets (`RateLimiter.snapshot()`: kind → Bucket with
+    limit, remaining, reset, window), else the spec's defaults. An unlearned bulk bucket is
+    assumed to have the spec's limit over the principal bucket's window (the service uses one
+    window length for every bucket)."""
+
+    def budget(kind: str, default_window: float) -> BucketBudget:
+        b = buckets.get(kind)
+        if b is not None:
+            return BucketBudget(
+                kind,
+                int(b.limit),  # type: ignore[attr-defined]
+                float(b.window),  # type: ignore[attr-defined]
+                int(b.remaining),  # type: ignore[attr-defined]
+                max(0.0, float(b.reset) - now),  # type: ignore[attr-defined]
+                learned=True,
+            )
+        return BucketBudget(kind, SPEC_LIMITS.get(kind, 1000), default_window)
+
+    principal = budget(principal_kind, SPEC_WINDOW)
+    bulk = budget("bulk", principal.window if principal.learned else SPEC_WINDOW)
+    return Limits(principal, bulk, headroom, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: `offset`/`size` index into the meter's readings (sorted by start)."""
+
+    meter: str
+    kind: CallKind
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class MeterPlan:
+    meter: str
+    count: int
+    calls: tuple[Call, ...]
+
+    @property
+    def batches(self) -> int:
+        return sum(1 for c in self.calls if c.kind == "batch")
+
+    @property
+    def singles(self) -> int:
+        return sum(c.size for c in self.calls if c.kind == "single")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float
+    bound: Literal["principal", "bulk", "latency", "none"]
+    principal_calls: int
+    bulk_calls: int
+
+
+@dataclass
+class Plan:
+    meters: list[MeterPlan]
+    limits: Limits
+    estimate: Estimate
+    extra_calls: int = 0
+    alternatives: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def readings(self) -> int:
+        return sum(m.count for m in self.meters)
+
+    @property
+    def batches(self) -> int:
+        return sum(m.batches for m in self.meters)
+
+    @property
+    def singles(self) -> int:
+        return sum(m.singles for m in self.meters)
+
+    @property
+    def calls(self) -> int:
+        return self.batches + self.singles
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "readings": self.readings,
+            "meters": len(self.meters),
+            "batch_calls": self.batches,
+            "single_calls": self.singles,
+            "estimated_seconds": round(self.estimate.seconds, 1),
+            "bound_by": self.estimate.bound,
+            "limits": {
+                "principal": {
+                    "kind": self.limits.principal.kind,
+                    "limit": self.limits.principal.limit,
+                    "window": self.limits.principal.window,
+                    "learned": self.limits.principal.learned,
+                },
+                "bulk": {
+                    "limit": self.limits.bulk.limit,
+                    "window": self.limits.bulk.window,
+                    "learned": self.limits.bulk.learned,
+                },
+                "headroom": self.limits.headroom,
+            },
+            "alternatives_seconds": {k: round(v, 1) for k, v in self.alternatives.items()},
+        }
+
+
+def chunks(count: int, size: int = MAX_BATCH) -> list[tuple[int, int]]:
+    """(offset, size) pieces of at most `size`, in order."""
+    return [(o, min(size, count - o)) for o in range(0, count, size)]
+
+
+def estimate(
+    limits: Limits,
+    *,
+    singles: int,
+    batch_sizes: Sequence[int],
+    extra_calls: int = 0,
+    longest_chain: float = 0.0,
+) -> Estimate:
+    """Seconds to send `singles` single calls and batches of `batch_sizes` (plus `extra_calls`
+    other calls on the principal bucket): the later of when the last token of each bucket is
+    available and the time the calls take on the wire at `concurrency`, plus one call's latency."""
+    wire = sum(limits.batch_latency(s) for s in batch_sizes)
+    return _estimate(
+        limits,
+        singles,
+        len(batch_sizes),
+        wire,
+        max(batch_sizes, default=0),
+        extra_calls,
+        longest_chain,
+    )
+
+
+def _estimate(
+    limits: Limits,
+    singles: int,
+    batches: int,
+    batch_wire: float,
+    largest_batch: int,
+    extra_calls: int,
+    longest_chain: float,
+) -> Estimate:
+    principal_calls = singles + batches + extra_calls
+    if principal_calls == 0:
+        return Estimate(0.0, "none", 0, 0)
+    h = limits.headroom
+    wire = singles * limits.single_seconds + batch_wire
+    options = {
+        "principal": limits.principal.seconds_until(principal_calls, h),
+        "bulk": limits.bulk.seconds_until(batches, h),
+        "latency": max(wire / max(1, limits.concurrency), longest_chain),
+    }
+    bound = max(options, key=lambda k: options[k])
+    last = limits.batch_latency(largest_batch) if batches else limits.single_seconds
+    seconds = options[bound] + (last if bound != "latency" else 0.0)
+    return Estimate(seconds, bound, principal_calls, batches)  # type: ignore[arg-type]
+
+
+def make_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 0) -> Plan:
+    """The plan for `groups` (meter → number of readings, in the order meters should go).
+
+    Chunks of one reading always go as a single call (a batch would spend a bulk token for
+    nothing). The others are sorted by size, largest first, and the prefix to batch is the one
+    with the smallest estimate; ties go to fewer calls."""
+    meter_chunks = {m: chunks(n) for m, n in groups.items() if n > 0}
+    candidates = sorted(
+        ((size, m, off) for m, cs in meter_chunks.items() for off, size in cs if size >= 2),
+        key=lambda c: -c[0],
+    )
+    total = sum(groups.values())
+    best_k, best = 0, None
+    batched, wire, largest = 0, 0.0, 0
+    for k in range(len(candidates) + 1):  # O(chunks): sums grow with the prefix
+        if k:
+            size = candidates[k - 1][0]
+            batched += size
+            wire += limits.batch_latency(size)
+            largest = max(largest, size)
+        est = _estimate(limits, total - batched, k, wire, largest, extra_calls, 0.0)
+        key = (round(est.seconds, 6), est.principal_calls)
+        if best is None or key < best:
+            best_k, best = k, key
+    chosen = {(m, off) for _, m, off in candidates[:best_k]}
+    meters: list[MeterPlan] = []
+    for m, cs in meter_chunks.items():
+        calls: list[Call] = []
+        for off, size in cs:
+            if (m, off) in chosen:
+                calls.append(Call(m, "batch", off, size))
+            else:
+                calls.extend(Call(m, "single", off + i, 1) for i in range(size))
+        meters.append(MeterPlan(m, groups[m], tuple(calls)))
+    chain = max(
+        (
+            sum(
+                limits.batch_latency(c.size) if c.kind == "batch" else limits.single_seconds
+                for c in mp.calls
+            )
+            for mp in meters
+        ),
+        default=0.0,
+    )
+    batch_sizes = [c.size for mp in meters for c in mp.calls if c.kind == "batch"]
+    singles = sum(mp.singles for mp in meters)
+    final = estimate(
+        limits,
+        singles=singles,
+        batch_sizes=batch_sizes,
+        extra_calls=extra_calls,
+        longest_chain=chain,
+    )
+    all_batch = [s for cs in meter_chunks.values() for _, s in cs]
+    alternatives = {
+        "all_batches": estimate(limits, singles=0, batch_sizes=all_batch).seconds,
+        "all_singles": estimate(limits, singles=total, batch_sizes=[]).seconds,
+    }
+    return Plan(meters, limits, final, extra_calls, alternatives)

@@ -1,0 +1,192 @@
+"""Results: the summary of an import and the reject report.
+
+The reject report sits next to the input (`<name>.rejects.csv`, or `<name>.rejects.xlsx` for a
+workbook): the file's own header and each rejected row's original cells, plus a `Reason` column.
+The user fixes those rows and imports the report itself; the same template matches it (the extra
+column is ignored), and rows already stored are skipped, so nothing is sent twice."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REASON_COLUMN = "Reason"
+
+
+@dataclass
+class RejectedRow:
+    """One source row that was refused (locally or by the service), with every reason."""
+
+    row: int | None
+    values: tuple[str, ...]
+    reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportSummary:
+    """What `bpsync import` prints (and `--json` emits)."""
+
+    file: str
+    template: str
+    profile: str
+    environment: str | None
+    status: str  # complete, interrupted, no-op, dry-run
+    accepted: int = 0
+    rejected: int = 0  # source rows with at least one refused reading
+    skipped: int = 0  # already stored with the same values, duplicate rows
+    pending: int = 0  # not sent yet (interrupted)
+    warnings: int = 0
+    seconds: float = 0.0
+    send_seconds: float = 0.0  # the sending phase alone (what the plan estimates)
+    requests: int = 0
+    reject_report: str | None = None
+    message: str | None = None
+    import_id: int | None = None
+    plan: dict[str, Any] | None = None
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing was rejected; 13 (partial) when rows were rejected; 1 when stopped."""
+        if self.rejected:
+            return 13
+        if self.status == "interrupted":
+            return 130
+        return 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reject_report_path(source: Path) -> Path:
+    """`bills.xlsx` → `bills.rejects.xlsx`; any other input → `<name>.rejects.csv`."""
+    suffix = ".xlsx" if source.suffix.lower() in (".xlsx", ".xlsm") else ".csv"
+    return source.with_name(f"{source.stem}.rejects{suffix}")
+
+
+def collect_rejects(
+    rows: Iterable[tuple[int | None, Sequence[str] | None, str | None, str | None]],
+) -> list[RejectedRow]:
+    """Group (source row, cells, code, reason) by source row, in row order; one row may carry
+    several reasons (a wide row with two bad cells)."""
+    by_row: dict[int | None, RejectedRow] = {}
+    unnumbered: list[RejectedRow] = []
+    for row, values, code, reason in rows:
+        if row is None:
+            unnumbered.append(RejectedRow(None, tuple(values or ()), [reason or ""], [code or ""]))
+            continue
+        item = by_row.get(row)
+        if item is None:
+            item = by_row[row] = RejectedRow(row, tuple(values or ()))
+        elif not item.values and values:
+            item.values = tuple(values)
+        if reason and reason not in item.reasons:
+            item.reasons.append(reason)
+            item.codes.append(code or "")
+    return [by_row[k] for k in sorted(by_row, key=lambda r: r or 0)] + unnumbered
+
+
+def write_reject_report(
+    path: Path, headers: Sequence[str], rejects: Sequence[RejectedRow], sheet: str | None = None
+) -> Path:
+    """Write the report (CSV as UTF-8 with a BOM so Excel reads accents; or a one-sheet xlsx).
+    Written to a temporary file and renamed, so a half-written report never replaces a good one."""
+    width = max([len(headers), *(len(r.values) for r in rejects)], default=0)
+    header = [*headers, *("" for _ in range(width - len(headers))), REASON_COLUMN]
+    body = [[*r.values, *("" for _ in range(width - len(r.values))), _reason(r)] for r in rejects]
+    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix.lower() == ".xlsx":
+        from openpyxl import Workbook
+
+        wb = Workbook()
+        ws = wb.active
+        ws.title = (sheet or "Rejected rows")[:31]
+        ws.append(header)
+        for line in body:
+            ws.append(line)
+        wb.save(tmp)
+    else:
+        with tmp.open("w", encoding="utf-8-sig", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerows(body)
+    os.replace(tmp, path)
+    return path
+
+
+def _reason(r: RejectedRow) -> str:
+    where = f"row {r.row}: " if r.row is not None else ""
+    return where + "; ".join(x for x in r.reasons if x)
+
+
+def render(summary: ImportSummary, console: Any) -> None:
+    """The human summary (rich)."""
+    from rich.table import Table
+
+    t = Table(show_header=False, box=None, title=f"Import of {summary.file}")
+    t.add_column(style="bold")
+    t.add_column()
+    env = summary.environment or "environment set by the OAuth app"
+    env = "PRODUCTION" if env == "production" else env
+    rows: list[tuple[str, object]] = [
+        ("status", summary.status),
+        ("template", summary.template),
+        ("profile / environment", f"{summary.profile} / {env}"),
+        ("accepted", summary.accepted),
+        ("rejected rows", summary.rejected),
+        ("skipped", _skipped(summary)),
+        ("warnings", summary.warnings),
+    ]
+    if summary.pending:
+        rows.append(("not sent yet", summary.pending))
+    rows.append(("time", f"{summary.seconds:.1f} s ({summary.requests} requests)"))
+    if summary.reject_report:
+        rows.append(("reject report", summary.reject_report))
+    for k, v in rows:
+        t.add_row(k, str(v))
+    console.print(t)
+    if summary.message:
+        console.print(summary.message)
+
+
+def _skipped(summary: ImportSummary) -> str:
+    if not summary.skipped_by_reason:
+        return str(summary.skipped)
+    detail = ", ".join(
+        f"{n} {_SKIP_LABELS.get(code, code)}" for code, n in summary.skipped_by_reason.items()
+    )
+    return f"{summary.skipped} ({detail})"
+
+
+_SKIP_LABELS = {"already_stored": "already there", "duplicate_row": "duplicate rows"}
+
+
+def problems_table(problems: Sequence[Mapping[str, Any]], console: Any, limit: int = 30) -> None:
+    """Errors and warnings, as the user sees them in Excel (row, column letter)."""
+    from rich.table import Table
+
+    if not problems:
+        return
+    t = Table(title=f"Problems ({len(problems)})", header_style="bold")
+    for col in ("row", "column", "severity", "code", "reason"):
+        t.add_column(col, overflow="fold")
+    for p in problems[:limit]:
+        column = p.get("column") or ""
+        if p.get("column_letter"):
+            column = f"{column} ({p['column_letter']})"
+        t.add_row(
+            str(p.get("row") or ""),
+            column,
+            str(p.get("severity")),
+            str(p.get("code")),
+            str(p.get("reason")) + (f" (value {p['value']!r})" if p.get("value") else ""),
+        )
+    console.print(t)
+    if len(problems) > limit:
+        console.print(f"… and {len(problems) - limit} more (see --json or the reject report)")

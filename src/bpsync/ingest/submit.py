@@ -1,0 +1,465 @@
+"""Submit: send the planned calls through the client, paced by its buckets, journaled around every
+request, and stop cleanly on Ctrl-C.
+
+Each request is journaled before it is sent and its answer after (journal.py). The client paces
+every call from the rate-limit headers, so a 429 is rare; on top of that the submitter leaves a
+`headroom` share of each bucket to other traffic of the same key (the watcher, the terminal app).
+Meters are worked on concurrently, each meter's readings in start order (the service computes
+anomaly flags from earlier readings, so order matters); meters with batches get their own lane so a
+wait for the bulk bucket never holds up single calls.
+
+A write whose outcome is unknown (a timeout after sending, a dropped connection, a 5xx: the
+client's `AmbiguousWriteError`) is reconciled at once: the meter's readings over the request's dates
+are listed, the ones found are accepted with their ids, and only the others are sent again. An
+overlap refusal for a reading already stored with the same dates and quantity is "already there"
+(skipped), not an error. Ctrl-C lets the requests in flight finish and be journaled, then stops;
+a second Ctrl-C cancels them (the next run reconciles them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import signal
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bpsync.client import errors as E
+from bpsync.client.service import AsyncServiceClient
+from bpsync.ingest.journal import InFlight, Journal, JournalRow, Outcome
+from bpsync.ingest.meters import fetch_readings
+from bpsync.ingest.plan import Call, MeterPlan, Plan
+from bpsync.ingest.validate import StoredReading
+
+# An unknown outcome is reconciled and the rest re-sent at most this many times.
+MAX_AMBIGUOUS_RETRIES = 3
+BATCH_LANE_WORKERS = 2
+
+
+class Progress(Protocol):
+    def start(self, total: int, description: str) -> None: ...
+
+    def advance(self, accepted: int, rejected: int, skipped: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, total: int, description: str) -> None:
+        pass
+
+    def advance(self, accepted: int, rejected: int, skipped: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class RichProgress:
+    """A progress bar on stderr: done/total, accepted · rejected · already there, rate, ETA."""
+
+    def __init__(self, console: object | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RProgress
+
+        self._bar = RProgress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "[green]{task.fields[accepted]} ok[/] · [red]{task.fields[rejected]} "
+                "rejected[/] · {task.fields[skipped]} already there"
+            ),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+            transient=False,
+        )
+        self._task: int | None = None
+        self._counts = [0, 0, 0]
+
+    def start(self, total: int, description: str) -> None:
+        self._bar.start()
+        self._task = self._bar.add_task(description, total=total, accepted=0, rejected=0, skipped=0)
+
+    def advance(self, accepted: int, rejected: int, skipped: int) -> None:
+        if self._task is None:
+            return
+        for i, n in enumerate((accepted, rejected, skipped)):
+            self._counts[i] += n
+        a, r, s = self._counts
+        self._bar.update(
+            self._task,  # type: ignore[arg-type]
+            advance=accepted + rejected + skipped,
+            accepted=a,
+            rejected=r,
+            skipped=s,
+        )
+
+    def close(self) -> None:
+        self._bar.stop()
+
+
+class SubmitStopped(Exception):
+    """The import stopped before every row was sent (Ctrl-C, or the service became unreachable,
+    refused the credentials, or asked to wait longer than the client will). Rows not yet answered
+    stay pending in the journal; `--resume` continues."""
+
+    def __init__(self, reason: str, cause: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.cause = cause
+
+
+@dataclass
+class SubmitStats:
+    accepted: int = 0
+    rejected: int = 0
+    already_there: int = 0
+    requests: int = 0
+    batch_calls: int = 0
+    single_calls: int = 0
+    reconciled: int = 0  # requests whose outcome was unknown and were looked up
+    seconds: float = 0.0
+    stopped: str | None = None
+    reconcile_requests: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def _same(stored: StoredReading, row: JournalRow) -> bool:
+    return (
+        stored.start == row.start
+        and stored.end == row.end
+        and row.consumption is not None
+        and math.isclose(stored.consumption, row.consumption, rel_tol=1e-9, abs_tol=1e-9)
+    )
+
+
+def match_stored(
+    rows: Sequence[JournalRow], stored: Iterable[StoredReading]
+) -> dict[int, str | None]:
+    """seq → id of the stored reading with the same dates and quantity (None when not found)."""
+    by_period = {(s.start, s.end): s for s in stored}
+    out: dict[int, str | None] = {}
+    for r in rows:
+        s = by_period.get((r.start, r.end))  # type: ignore[arg-type]
+        out[r.seq] = s.id if s is not None and _same(s, r) else None
+    return out
+
+
+async def _stored_over(
+    client: AsyncServiceClient, building_id: str, meter_id: str, rows: Sequence[JournalRow]
+) -> list[StoredReading]:
+    start = min(r.start for r in rows if r.start)
+    end = max(r.end for r in rows if r.end)
+    return await fetch_readings(client, building_id, meter_id, start, end)
+
+
+async def reconcile_in_flight(
+    client: AsyncServiceClient, journal: Journal, target: str
+) -> tuple[int, int]:
+    """Settle every request a previous run sent without journaling the answer: readings the
+    service holds (same dates and quantity) are accepted with their ids, the rest go back to
+    pending. Returns (requests reconciled, rows found stored)."""
+    found_total = 0
+    flights = journal.in_flight(target)
+    for flight in flights:
+        found_total += await _settle(client, journal, flight)
+    return len(flights), found_total
+
+
+async def _settle(client: AsyncServiceClient, journal: Journal, flight: InFlight) -> int:
+    if not flight.rows:
+        journal.finish_request(flight.import_id, flight.id, [], status="reconciled")
+        return 0
+    try:
+        stored = await _stored_over(client, flight.building_id, flight.meter_id, flight.rows)
+    except E.NotFoundError:
+        stored = []  # the meter is gone: nothing was stored; resending will say so
+    found = match_stored(flight.rows, stored)
+    outcomes = [
+        Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
+        for seq, rid in found.items()
+    ]
+    journal.finish_request(flight.import_id, flight.id, outcomes, status="reconciled")
+    return sum(1 for rid in found.values() if rid)
+
+
+@dataclass
+class Submitter:
+    client: AsyncServiceClient
+    journal: Journal
+    import_id: int
+    target: str
+    rows: Mapping[str, Sequence[JournalRow]]  # meter id → pending rows, sorted by start
+    plan: Plan
+    progress: Progress = field(default_factory=NoProgress)
+    concurrency: int = 4
+    headroom: float = 0.10
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    stats: SubmitStats = field(default_factory=SubmitStats)
+    _fatal: BaseException | None = None
+    _sigints: int = 0
+
+    # ---- running -------------------------------------------------------------------------------
+
+    async def run(self) -> SubmitStats:
+        started = time.monotonic()
+        total = sum(len(v) for v in self.rows.values())
+        self.progress.start(total, "sending")
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[None]] = []
+        handled = self._install_sigint(loop, tasks)
+        try:
+            batch_lane = asyncio.Queue[MeterPlan]()
+            single_lane = asyncio.Queue[MeterPlan]()
+            for mp in self.plan.meters:
+                (batch_lane if mp.batches else single_lane).put_nowait(mp)
+            workers = [(batch_lane, min(BATCH_LANE_WORKERS, self.concurrency))]
+            workers.append((single_lane, self.concurrency))
+            for queue, n in workers:
+                tasks.extend(asyncio.create_task(self._worker(queue)) for _ in range(n))
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            self.stats.stopped = "interrupted"
+            raise
+        finally:
+            for t in tasks:
+                t.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if handled:
+                loop.remove_signal_handler(signal.SIGINT)
+            self.progress.close()
+            self.stats.seconds = time.monotonic() - started
+        if self._fatal is not None:
+            self.stats.stopped = str(self._fatal)
+            raise SubmitStopped(str(self._fatal), self._fatal)
+        if self.stop.is_set():
+            self.stats.stopped = "interrupted"
+        return self.stats
+
+    def _install_sigint(self, loop: asyncio.AbstractEventLoop, tasks: list) -> bool:
+        def on_sigint() -> None:
+            self._sigints += 1
+            self.stop.set()
+            if self._sigints > 1:  # a second Ctrl-C: do not wait for requests in flight
+                for t in tasks:
+                    t.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return False  # not the main thread, or a platform without it (Windows)
+        return True
+
+    async def _worker(self, queue: asyncio.Queue[MeterPlan]) -> None:
+        while not self.stop.is_set() and self._fatal is None:
+            try:
+                mp = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            rows = self.rows[mp.meter]
+            for call in mp.calls:
+                if self.stop.is_set() or self._fatal is not None:
+                    return
+                try:
+                    await self._send(call, list(rows[call.offset : call.offset + call.size]))
+                except SubmitStopped as exc:
+                    self._fatal = exc
+                    self.stop.set()
+                    return
+
+    # ---- one call ------------------------------------------------------------------------------
+
+    async def _gate(self, kinds: list[str]) -> None:
+        """Leave `headroom` of each learned bucket to other traffic: wait for the next window
+        when this import has used its share of the current one."""
+        limiter = self.client.limiter
+        if limiter is None or self.headroom <= 0:
+            return
+        while True:
+            snapshot = await asyncio.to_thread(limiter.snapshot)
+            now = limiter.clock()
+            wait = 0.0
+            for kind in kinds:
+                b = snapshot.get(kind)
+                if b is None:
+                    continue
+                reserve = b.limit - max(1, math.floor(b.limit * (1 - self.headroom)))
+                if b.remaining <= reserve:
+                    wait = max(wait, b.reset - now + 0.02)
+            if wait <= 0:
+                return
+            await self.client.base.sleep(wait)
+
+    def _kinds(self, batch: bool) -> list[str]:
+        kind = self.client.credentials.kind
+        return [kind, "bulk"] if batch else [kind]
+
+    async def _send(self, call: Call, rows: list[JournalRow]) -> None:
+        meter = call.meter
+        building = rows[0].building_id or ""
+        for _attempt in range(MAX_AMBIGUOUS_RETRIES + 1):
+            batch = call.kind == "batch" and len(rows) > 1
+            if not batch and len(rows) > 1:
+                for row in rows:  # what is left of a batch after an unknown outcome
+                    await self._send(Call(meter, "single", 0, 1), [row])
+                return
+            await self._gate(self._kinds(batch))
+            request_id = self.journal.begin_request(
+                self.import_id, self.target, "batch" if batch else "single", meter, building, rows
+            )
+            self.stats.requests += 1
+            if batch:
+                self.stats.batch_calls += 1
+            else:
+                self.stats.single_calls += 1
+            try:
+                outcomes = await (
+                    self._send_batch(building, meter, rows)
+                    if batch
+                    else self._send_single(building, meter, rows[0])
+                )
+            except E.AmbiguousWriteError:
+                self.stats.reconciled += 1
+                try:
+                    stored = await _stored_over(self.client, building, meter, rows)
+                except E.BPSyncError as exc:
+                    # Leave the request in flight: the next run reconciles it.
+                    raise SubmitStopped(f"could not check an unanswered request: {exc}") from exc
+                found = match_stored(rows, stored)
+                outcomes = [
+                    Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
+                    for seq, rid in found.items()
+                ]
+                self._finish(request_id, outcomes, "reconciled")
+                rows = [r for r in rows if not found[r.seq]]
+                if not rows:
+                    return
+                continue
+            except (
+                E.APIConnectionError,
+                E.RateLimitError,
+                E.AuthenticationError,
+                E.PermissionDeniedError,
+                E.CredentialsError,
+                E.OAuthError,
+                E.ServerError,
+            ) as exc:
+                # Certainly not applied (refused before doing anything, or never arrived).
+                self._finish(request_id, [Outcome(r.seq, "pending") for r in rows], "failed")
+                raise SubmitStopped(_why_stopped(exc), exc) from exc
+            self._finish(request_id, outcomes)
+            return
+        # Still unknown after several tries: leave the rest pending for the next run.
+        raise SubmitStopped("the service kept failing without saying whether readings were stored")
+
+    def _finish(self, request_id: int, outcomes: list[Outcome], status: str = "answered") -> None:
+        self.journal.finish_request(self.import_id, request_id, outcomes, status)
+        accepted = sum(1 for o in outcomes if o.status == "accepted")
+        rejected = sum(1 for o in outcomes if o.status == "rejected")
+        skipped = sum(1 for o in outcomes if o.status == "skipped")
+        self.stats.accepted += accepted
+        self.stats.rejected += rejected
+        self.stats.already_there += skipped
+        self.progress.advance(accepted, rejected, skipped)
+
+    async def _send_single(self, building: str, meter: str, row: JournalRow) -> list[Outcome]:
+        try:
+            reading = await self.client.readings.create(building, meter, row.payload)
+        except E.OverlapError as exc:
+            return await self._overlaps(building, meter, [row], {row.seq: str(exc.message)})
+        except E.NotFoundError as exc:
+            return [Outcome(row.seq, "rejected", None, exc.code, f"meter not found: {exc.message}")]
+        except (E.ValidationError, E.ConflictError, E.LockedError, E.BadRequestError) as exc:
+            return [Outcome(row.seq, "rejected", None, exc.code, exc.message)]
+        except E.PayloadTooLargeError as exc:
+            return [Outcome(row.seq, "rejected", None, exc.code, exc.message)]
+        return [Outcome(row.seq, "accepted", reading.id)]
+
+    async def _send_batch(self, building: str, meter: str, rows: list[JournalRow]) -> list[Outcome]:
+        try:
+            result = await self.client.readings.create_batch(
+                building, meter, [r.payload or {} for r in rows]
+            )
+        except E.NotFoundError as exc:
+            reason = f"meter not found: {exc.message}"
+            return [Outcome(r.seq, "rejected", None, exc.code, reason) for r in rows]
+        except (E.ValidationError, E.BadRequestError, E.PayloadTooLargeError) as exc:
+            return [Outcome(r.seq, "rejected", None, exc.code, exc.message) for r in rows]
+        errors = {e.index: e for e in result.errors}
+        accepted_rows = [r for i, r in enumerate(rows) if i not in errors]
+        by_period = {(x.start_date, x.end_date): x.id for x in result.readings}
+        outcomes = []
+        for r in accepted_rows:
+            rid = by_period.get((r.start, r.end))  # type: ignore[arg-type]
+            outcomes.append(Outcome(r.seq, "accepted", rid))
+        overlaps: dict[int, str] = {}
+        overlap_rows = []
+        for i, e in errors.items():
+            r = rows[i]
+            if e.code == "reading_overlap" and e.conflicting_index is None:
+                overlaps[r.seq] = e.message
+                overlap_rows.append(r)
+            else:
+                outcomes.append(Outcome(r.seq, "rejected", None, e.code, e.message))
+        if overlap_rows:
+            outcomes += await self._overlaps(building, meter, overlap_rows, overlaps)
+        return outcomes
+
+    async def _overlaps(
+        self, building: str, meter: str, rows: list[JournalRow], reasons: dict[int, str]
+    ) -> list[Outcome]:
+        """Overlap refusals: "already there" when the same reading is stored, else rejected."""
+        self.stats.reconcile_requests += 1
+        stored = await _stored_over(self.client, building, meter, rows)
+        found = match_stored(rows, stored)
+        return [
+            Outcome(seq, "skipped", rid, "already_stored", "already stored with the same values")
+            if rid
+            else Outcome(seq, "rejected", None, "reading_overlap", reasons[seq])
+            for seq, rid in found.items()
+        ]
+
+
+def _why_stopped(exc: BaseException) -> str:
+    if isinstance(exc, E.RateLimitError):
+        wait = f" ({exc.retry_after:.0f} s)" if exc.retry_after else ""
+        return f"the service asked to wait longer than bpsync will{wait}"
+    if isinstance(exc, E.APIConnectionError):
+        return f"the service is unreachable ({exc})"
+    if isinstance(exc, E.AuthenticationError | E.CredentialsError | E.OAuthError):
+        return f"the credentials were refused ({exc})"
+    if isinstance(exc, E.PermissionDeniedError):
+        return f"permission denied ({exc})"
+    return str(exc)
+
+
+def group_pending(rows: Iterable[JournalRow]) -> dict[str, list[JournalRow]]:
+    """meter id → rows sorted by start date (the order the service must see them in)."""
+    out: dict[str, list[JournalRow]] = {}
+    for r in rows:
+        if r.meter_id is None:
+            continue
+        out.setdefault(r.meter_id, []).append(r)
+    for rows_ in out.values():
+        rows_.sort(key=lambda r: (r.start, r.seq))
+    return out
+
+
+def order_for_plan(groups: Mapping[str, Sequence[JournalRow]]) -> dict[str, int]:
+    """The planner's input: meters with most readings first (they decide the critical path)."""
+    return {m: len(rs) for m, rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))}

@@ -1,0 +1,192 @@
+"""`import_file` end to end against the real service over loopback: every sample file, exact
+server state, re-imports, reject reports, dry runs, meters, and the register."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+
+import pytest
+from openpyxl import load_workbook
+
+from bpsync.client import AsyncServiceClient
+from bpsync.ingest import check_file, read_register
+from bpsync.ingest.importer import ImportOptions, import_file
+from bpsync.ingest.meters import fetch_portfolio, load_meter_map
+from bpsync.ingest.register_submit import import_register
+from tests.importer.conftest import PROFILE, SAMPLES
+from tests.importer.helpers import monthly_csv, server_readings
+
+pytestmark = pytest.mark.anyio
+
+BILLS = [
+    ("bills_workbook.xlsx", "utility_service_period", 38),
+    ("pm_add_bills.xlsx", "pm_add_bills", 24),
+    ("wide_monthly_usage.xlsx", "wide_monthly_usage", 36),
+    ("utility_read_dates.csv", "utility_read_date_days", 24),
+    ("green_button.xml", "green_button", 2),
+]
+
+
+async def expected_from_file(client: AsyncServiceClient, path) -> dict[str, set[tuple]]:
+    """What the pure pipeline says the file holds, per meter id (independent of sending)."""
+    portfolio = await fetch_portfolio(client, load_meter_map(PROFILE))
+    _, result = check_file(path, catalog=portfolio.catalog, today=dt.date(2026, 11, 20))
+    return {
+        m: {(c.start, c.end, c.consumption, c.cost) for c in result.candidates(m)}
+        for m in result.meters()
+    }
+
+
+async def test_every_sample_file_lands_exactly_once(client, registered, samples):
+    expected: dict[str, set[tuple]] = {}
+    for name, template, count in BILLS:
+        path = samples(name)
+        from_file = await expected_from_file(client, path)
+        summary = await import_file(client, PROFILE, path)
+        assert (summary.status, summary.template) == ("complete", template)
+        assert (summary.accepted, summary.rejected, summary.pending) == (count, 0, 0)
+        assert summary.reject_report is None and summary.exit_code == 0
+        for meter, rows in from_file.items():
+            expected.setdefault(meter, set()).update(rows)
+    stored = await server_readings(client)
+    assert {m: set(r) for m, r in stored.items() if r} == expected
+    assert all(len(r) == len(set(r)) for r in stored.values())  # nothing twice
+    assert sum(len(r) for r in stored.values()) == 124
+    # spot values straight from the files
+    links = load_meter_map(PROFILE)
+    hp_elec = stored[links["1200023456789"]]
+    assert (dt.date(2023, 1, 1), dt.date(2023, 1, 31), 99797.7, 27943.36) in hp_elec
+    annex = [r[:2] for r in stored[links["ELEC-4471-0107"]]]
+    assert annex[-2:] == [
+        (dt.date(2024, 3, 1), dt.date(2024, 3, 31)),
+        (dt.date(2024, 4, 1), dt.date(2024, 4, 30)),
+    ]  # the Green Button billing periods follow the workbook's Jan-Feb bills
+
+
+async def test_reimport_is_a_noop_and_force_rechecks(client, registered, samples):
+    path = samples("pm_add_bills.xlsx")
+    first = await import_file(client, PROFILE, path)
+    assert first.accepted == 24
+    again = await import_file(client, PROFILE, path)
+    assert again.status == "no-op" and again.requests == 0 and again.exit_code == 0
+    assert "already imported" in again.message and "--force" in again.message
+    forced = await import_file(client, PROFILE, path, ImportOptions(force=True))
+    assert forced.status == "complete"
+    assert (forced.accepted, forced.skipped, forced.rejected) == (0, 24, 0)
+    assert forced.skipped_by_reason == {"already_stored": 24}
+    stored = await server_readings(client)
+    assert sum(len(r) for r in stored.values()) == 24
+    # the same content under another name is the same import
+    copy = path.with_name("copy.xlsx")
+    copy.write_bytes(path.read_bytes())
+    assert (await import_file(client, PROFILE, copy)).status == "no-op"
+
+
+async def test_reject_report_for_the_deliberate_errors(client, registered, samples):
+    path = samples("deliberate_errors.xlsx")
+    summary = await import_file(client, PROFILE, path)
+    # rows 2-3 overlap, 5 unknown meter, 6 bad date, 7 end before start, 8 text consumption,
+    # 11 m³ into kWh, 12 missing date; 4 (negative) and 9 are accepted, 10 duplicates 9
+    assert summary.rejected == 8 and summary.accepted == 2 and summary.exit_code == 13
+    assert summary.skipped_by_reason == {"duplicate_row": 1}
+    assert summary.reject_report.endswith("deliberate_errors.rejects.xlsx")
+    ws = load_workbook(summary.reject_report).active
+    rows = list(ws.iter_rows(values_only=True))
+    source = list(load_workbook(path)["Bills"].iter_rows(values_only=True))
+    assert rows[0][-1] == "Reason" and list(rows[0][:-1]) == [str(h) for h in source[0]]
+    reasons = {r[-1].split(":")[0]: r[-1] for r in rows[1:]}
+    assert sorted(reasons, key=lambda k: int(k.split()[1])) == [
+        f"row {n}" for n in (2, 3, 5, 6, 7, 8, 11, 12)
+    ]
+    assert "overlaps row 3" in reasons["row 2"] and "not in the meter map" in reasons["row 5"]
+    assert "Service End" in reasons["row 7"]
+    # the report's first cells are the original row's cells (as text)
+    unknown = next(r for r in rows[1:] if r[-1].startswith("row 5"))
+    assert unknown[1] == "ELEC-9999-0001"
+    # fixing nothing and importing the report again sends nothing twice
+    again = await import_file(client, PROFILE, summary.reject_report)
+    assert again.accepted == 0 and again.rejected == 8
+
+
+async def test_service_rejections_reach_the_report(client, registered, samples, tmp_path):
+    """A row the service refuses (overlap with a reading stored after the file was checked)
+    lands in the CSV report with its original cells."""
+    portfolio = await fetch_portfolio(client, {})
+    meter = next(m.id for m in portfolio.catalog.meters.values() if m.unit == "kWh")
+    path = monthly_csv(tmp_path / "bills.csv", {meter: 3})
+    building = portfolio.building_of[meter]
+    await client.readings.create(
+        building, meter, start_date="2022-02-10", end_date="2022-02-12", consumption=5
+    )
+    summary = await import_file(client, PROFILE, path)
+    assert summary.rejected == 1 and summary.accepted == 2
+    with open(summary.reject_report, encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["Meter ID", "Start Date", "End Date", "Consumption", "Unit", "Reason"]
+    assert rows[1][:5] == [meter, "2022-02-01", "2022-02-28", "1007", "kWh"]
+    assert rows[1][5].startswith("row 3: ")
+
+
+async def test_dry_run_sends_nothing_and_plans(client, registered, samples):
+    summary = await import_file(
+        client, PROFILE, samples("bills_workbook.xlsx"), ImportOptions(dry_run=True)
+    )
+    assert summary.status == "dry-run" and summary.pending == 38
+    assert summary.plan["readings"] == 38 and summary.plan["meters"] == 4
+    assert "nothing was sent" in summary.message
+    assert sum(len(r) for r in (await server_readings(client)).values()) == 0
+    real = await import_file(client, PROFILE, samples("bills_workbook.xlsx"))
+    assert real.status == "complete" and real.accepted == 38  # the dry run journaled nothing
+
+
+async def test_register_is_idempotent_and_updates(client, registered, samples):
+    register = read_register(SAMPLES / "portfolio_register.xlsx")
+    again = await import_register(client, register, PROFILE)
+    assert again.created == {"property": 0, "building": 0, "meter": 0}
+    assert again.unchanged == {"property": 2, "building": 3, "meter": 7}
+    assert again.linked == 0
+    props = await client.properties.list().to_list()
+    target = next(p for p in props if p.internal_ref == "RP-001")
+    await client.properties.update(target.id, name="Old name")
+    fixed = await import_register(client, register, PROFILE)
+    assert fixed.updated["property"] == 1 and fixed.created["property"] == 0
+    props = await client.properties.list().to_list()
+    assert len(props) == 2 and {p.name for p in props} == {"Riverside Park", "Harbour Point"}
+    assert len(load_meter_map(PROFILE)) == 11
+
+
+async def test_create_meters_by_building_and_name(client, registered, tmp_path):
+    path = tmp_path / "by_name.csv"
+    path.write_text(
+        "Building,Meter,Start Date,End Date,Usage,Unit\n"
+        "Riverside Annex,Annex Gas,2024-01-01,2024-01-31,510,therms\n"
+        "Riverside Annex,Annex Gas,2024-02-01,2024-02-29,480,therms\n"
+        "Riverside Annex,Mystery,2024-01-01,2024-01-31,5,kWh\n",
+        encoding="utf-8",
+    )
+    template = tmp_path / "by_name.toml"
+    template.write_text(
+        'name = "by_name"\nlayout = "long"\ndate_order = "auto"\n'
+        '[meter]\nby = "building_name"\nbuilding_column = ["Building"]\nname_column = ["Meter"]\n'
+        '[columns]\nstart_date = ["Start Date"]\nend_date = ["End Date"]\n'
+        'consumption = ["Usage"]\nunit = ["Unit"]\n',
+        encoding="utf-8",
+    )
+    notes: list[str] = []
+    plain = await import_file(
+        client, PROFILE, path, ImportOptions(template=str(template), dry_run=True)
+    )
+    assert plain.rejected == 3
+    summary = await import_file(
+        client,
+        PROFILE,
+        path,
+        ImportOptions(template=str(template), create_meters=True),
+        note=notes.append,
+    )
+    assert summary.accepted == 2 and summary.rejected == 1
+    assert any(
+        "created meter Riverside Annex / Annex Gas (natural_gas, therms)" in n for n in notes
+    )
+    assert any("Mystery" in n and "type is not clear" in n for n in notes)

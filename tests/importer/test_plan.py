@@ -1,0 +1,114 @@
+"""The planner: table tests of the choice between batch and single calls, and its estimates."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from bpsync.client.ratelimit import Bucket
+from bpsync.ingest.plan import (
+    BucketBudget,
+    Limits,
+    chunks,
+    default_limits,
+    limits_from_state,
+    make_plan,
+)
+
+
+def test_the_issues_example_1000_meters_by_12_bills():
+    """100 minutes as batches, about 12 as single calls: the planner takes the fast mix."""
+    limits = default_limits(headroom=0.0)
+    plan = make_plan({f"m{i}": 12 for i in range(1000)}, limits)
+    # all batches: 10 now, then 10 a minute for 990 more → the last starts at minute 99
+    assert plan.alternatives["all_batches"] == pytest.approx(99 * 60, abs=1)
+    # all singles: 1,000 now, then 1,000 a minute → the last of 12,000 starts at minute 11
+    assert plan.alternatives["all_singles"] == pytest.approx(11 * 60, abs=1)
+    assert plan.estimate.seconds <= plan.alternatives["all_singles"]
+    assert plan.estimate.seconds == pytest.approx(10 * 60, abs=1)
+    assert plan.readings == 12_000 and 0 < plan.batches <= 110
+    assert plan.singles == 12_000 - 12 * plan.batches
+
+
+def test_headroom_leaves_a_share_for_other_traffic():
+    plan = make_plan({f"m{i}": 12 for i in range(1000)}, default_limits(headroom=0.1))
+    assert plan.limits.principal.per_window(0.1) == 900
+    assert plan.limits.bulk.per_window(0.1) == 9
+    assert plan.estimate.seconds == pytest.approx(12 * 60, abs=1)  # ~12 min, not 100
+
+
+@pytest.mark.parametrize(
+    ("groups", "batches", "singles"),
+    [
+        ({"a": 1}, 0, 1),  # one reading is never a batch
+        ({"a": 12}, 1, 0),  # latency-bound: one call beats twelve
+        ({"a": 500}, 1, 0),
+        ({"a": 501}, 1, 1),  # 500 + a chunk of one, sent single
+        ({"a": 1200, "b": 3, "c": 1}, 4, 1),
+        ({}, 0, 0),
+    ],
+)
+def test_chunking_and_choice_when_limits_are_far(groups, batches, singles):
+    plan = make_plan(groups, default_limits())
+    assert (plan.batches, plan.singles) == (batches, singles)
+    for mp in plan.meters:
+        covered = sorted((c.offset, c.offset + c.size) for c in mp.calls)
+        assert covered[0][0] == 0 and covered[-1][1] == mp.count
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(covered))
+        assert all(c.size <= 500 for c in mp.calls)
+
+
+def test_largest_groups_go_to_batches_first():
+    """Bulk allows 9 batches this window: the 9 largest meters get them."""
+    limits = default_limits(headroom=0.1)
+    groups = {f"big{i}": 400 for i in range(9)} | {f"small{i}": 5 for i in range(100)}
+    plan = make_plan(groups, limits)
+    kinds = {mp.meter: {c.kind for c in mp.calls} for mp in plan.meters}
+    assert all(kinds[f"big{i}"] == {"batch"} for i in range(9))
+    assert sum(1 for m, k in kinds.items() if m.startswith("small") and k == {"single"}) == 100
+    assert plan.estimate.seconds < 60  # everything fits in the current window
+
+
+def test_learned_state_is_used():
+    now = 1000.0
+    state = {
+        "key": Bucket(limit=100, remaining=10, reset=now + 2, window=5),
+        "bulk": Bucket(limit=2, remaining=0, reset=now + 2, window=5),
+    }
+    limits = limits_from_state(state, now, "key", headroom=0.0)
+    assert limits.principal == BucketBudget("key", 100, 5.0, 10, 2.0, learned=True)
+    assert limits.bulk.remaining == 0
+    # 10 now, then 100 per 5 s: the 111th call waits for the second reset
+    assert limits.principal.seconds_until(10, 0.0) == 0.0
+    assert limits.principal.seconds_until(11, 0.0) == 2.0
+    assert limits.principal.seconds_until(111, 0.0) == 7.0
+    # an unlearned bulk bucket gets the spec's 10 over the principal's learned window
+    guessed = limits_from_state({"key": state["key"]}, now, "key")
+    assert (guessed.bulk.limit, guessed.bulk.window, guessed.bulk.learned) == (10, 5.0, False)
+    assert default_limits("user").principal.limit == 300
+
+
+def test_user_bucket_is_tighter():
+    plan_key = make_plan({f"m{i}": 12 for i in range(100)}, default_limits("key", headroom=0))
+    plan_user = make_plan({f"m{i}": 12 for i in range(100)}, default_limits("user", headroom=0))
+    assert plan_user.estimate.seconds > plan_key.estimate.seconds
+
+
+def test_latency_bound_estimate():
+    limits = Limits(
+        BucketBudget("key", 10**6, 60),
+        BucketBudget("bulk", 10**6, 60),
+        concurrency=2,
+        single_seconds=0.01,
+        batch_seconds=0.1,
+        batch_seconds_per_reading=0.0,
+    )
+    plan = make_plan({"a": 2, "b": 2}, limits)
+    assert plan.estimate.bound == "latency"
+    assert plan.singles == 4 and plan.estimate.seconds == pytest.approx(0.02)
+
+
+def test_chunks():
+    assert chunks(0) == []
+    assert chunks(1001) == [(0, 500), (500, 500), (1000, 1)]

@@ -1,0 +1,168 @@
+"""Real processes: `bpsync import` killed with SIGKILL at seeded moments and resumed, and
+`bpsync demo --no-tui` run twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Service
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALS = 3
+
+
+def bpsync(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bpsync", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def base_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BPSYNC_")}
+    env.update(
+        BPSYNC_CONFIG_DIR=str(tmp / "config"),
+        BPSYNC_STATE_DIR=str(tmp / "state"),
+        BPSYNC_DATA_DIR=str(tmp / "data"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",  # like CI: no keyring
+    )
+    return env
+
+
+def make_org(service: Service, meters: int) -> tuple[str, str, list[str]]:
+    """A fresh organisation with one building and `meters` electricity meters."""
+    key = service.bootstrap(owner_email=f"o{time.monotonic_ns()}@example.com")["test_key"]
+    with service.client(key) as api:
+        prop = api.post(
+            "/v1/properties",
+            json={
+                "name": "Kill test",
+                "address": {"street": "1 A St", "city": "Leeds", "country": "GB"},
+                "type": "office",
+            },
+        ).json()["data"]
+        bld = api.post(
+            f"/v1/properties/{prop['id']}/buildings",
+            json={
+                "name": "B",
+                "primary_use_type": "office",
+                "gfa_m2": 1000,
+                "year_built": 2000,
+                "floors": 2,
+            },
+        ).json()["data"]
+        ids = [
+            api.post(
+                f"/v1/buildings/{bld['id']}/meters",
+                json={"type": "electricity", "unit": "kWh", "name": f"M{i}"},
+            ).json()["data"]["id"]
+            for i in range(meters)
+        ]
+    return key, bld["id"], ids
+
+
+def journal_requests(state: Path) -> int:
+    path = state / "imports.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=0.05) as db:
+            return db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_gives_the_exact_state(service: Service, tmp_path: Path):
+    rng = random.Random(20261121)
+    kills = 0
+    for trial in range(TRIALS):
+        tmp = tmp_path / f"t{trial}"
+        key, building, meters = make_org(service, 60)
+        # one reading per meter (single calls) plus two meters with a batch each
+        rows = [
+            (m, dt.date(2024, 1, 1), dt.date(2024, 1, 31), 100.0 + i) for i, m in enumerate(meters)
+        ]
+        for m in meters[:2]:
+            for month in range(2, 8):
+                start = dt.date(2024, month, 1)
+                end = dt.date(2024, month + 1, 1) - dt.timedelta(days=1)
+                rows.append((m, start, end, 50.0 * month))
+        path = tmp / "bills.csv"
+        tmp.mkdir()
+        path.write_text(
+            "Meter ID,Start Date,End Date,Consumption,Unit\n"
+            + "".join(f"{m},{s},{e},{c},kWh\n" for m, s, e, c in rows),
+            encoding="utf-8",
+        )
+        env = base_env(tmp) | {"BPSYNC_API_KEY": key, "BPSYNC_BASE_URL": service.base_url}
+        kill_after = rng.randint(2, 40)
+        proc = bpsync(["import", str(path)], env)
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and journal_requests(tmp / "state") < kill_after:
+            assert time.monotonic() < deadline, "the import never got going"
+            time.sleep(0.002)
+        killed = proc.poll() is None
+        if killed:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        # The killed process may have left a rate-limit probe for the bulk bucket, which makes
+        # the client wait up to 5 s (its PROBE_SECONDS) before the next batch; not the subject.
+        shutil.rmtree(tmp / "state" / "ratelimit", ignore_errors=True)
+        resumed = bpsync(["--json", "import", str(path), "--resume"], env)
+        _out, err = resumed.communicate(timeout=60)
+        assert resumed.returncode == 0, err
+        with service.client(key) as api:
+            stored = []
+            for m in meters:
+                page = api.get(
+                    f"/v1/buildings/{building}/meters/{m}/readings", params={"per_page": 200}
+                ).json()["data"]
+                stored += [
+                    (
+                        m,
+                        dt.date.fromisoformat(r["start_date"]),
+                        dt.date.fromisoformat(r["end_date"]),
+                        r["consumption"],
+                    )
+                    for r in page
+                ]
+        assert sorted(stored) == sorted(rows), f"trial {trial} (killed={killed})"
+        kills += killed
+    assert kills >= 2  # the seeded moments fall inside the import (not after it ended)
+
+
+@pytest.mark.slow
+def test_demo_runs_twice_and_reuses(tmp_path: Path):
+    env = base_env(tmp_path)
+    first = bpsync(["demo", "--no-tui"], env)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert "Portfolio benchmarks: 3 buildings, 32,500 m²" in out
+    assert "opt-in file store" in err  # no keyring here: said so
+    assert out.count("complete") == 6  # the register and five bills files
+    for line in ("bills_workbook.xlsx", "green_button.xml"):
+        assert line in out
+    config = (tmp_path / "config" / "config.toml").read_text()
+    assert '[profiles."demo"]' in config and "svc_test_" not in config
+    second = bpsync(["demo", "--no-tui"], env)
+    out2, err2 = second.communicate(timeout=120)
+    assert second.returncode == 0, err2
+    assert out2.count("no-op") == 5 and "Portfolio benchmarks: 3 buildings" in out2
+    assert len(list((tmp_path / "data" / "demo").glob("*.db"))) == 1
