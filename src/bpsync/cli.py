@@ -360,8 +360,9 @@ def _parse_date(value: str, name: str) -> dt.date:
 # --- the app -------------------------------------------------------------------------------------
 
 app = typer.Typer(
-    help="Sync utility data with a building-performance service.",
-    no_args_is_help=True,
+    help="Sync utility data with a building-performance service. With no command, opens the "
+    "terminal app.",
+    invoke_without_command=True,
     pretty_exceptions_enable=False,
 )
 
@@ -381,6 +382,20 @@ def _main(
     """
     state = _state(ctx, profile, as_json)
     state.verbose = verbose
+    if ctx.invoked_subcommand is None:
+        _open_tui(state.profile_name)
+
+
+def _open_tui(profile: str | None) -> None:
+    from bpsync.tui.command import run_tui  # Textual loads only when the app is wanted
+
+    raise typer.Exit(run_tui(profile))
+
+
+@app.command()
+def tui(ctx: typer.Context, profile: ProfileOpt = None) -> None:
+    """Open the terminal app: portfolio, benchmarks, reports, import wizard, sync status."""
+    _open_tui(profile or _state(ctx).profile_name)
 
 
 @app.command()
@@ -1635,6 +1650,12 @@ def webhooks_deliveries(
             "Deliveries",
         ),
     )
+
+
+# Command groups that live in their own modules (they import helpers from this one).
+from bpsync.commands import imports as _imports  # noqa: E402
+
+_imports.attach(app, meters_app)
 
 
 def main() -> None:

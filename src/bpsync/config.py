@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import tomli_w
+
 from bpsync.paths import config_file, ensure_private_dir
 
 AuthMethod = Literal["api_key", "oauth"]
@@ -92,6 +94,8 @@ class Config:
 
     default_profile: str = DEFAULT_PROFILE
     profiles: dict[str, Profile] | None = None
+    # Other top-level tables (e.g. the terminal app's [keymap]): kept as read, written back as is.
+    other: dict[str, Any] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -116,7 +120,8 @@ def load_config(path: Path | None = None) -> Config:
         values = {k: str(v) for k, v in table.items()}
         profiles[name] = _check(Profile(name=validate_name(name), **values))  # type: ignore[arg-type]
     default = str(raw.get("default_profile", DEFAULT_PROFILE))
-    return Config(default_profile=default, profiles=profiles)
+    other = {k: v for k, v in raw.items() if k not in ("default_profile", "profiles")}
+    return Config(default_profile=default, profiles=profiles, other=other)
 
 
 def _toml_string(value: str) -> str:
@@ -131,6 +136,8 @@ def dump_config(config: Config) -> str:
         for key, value in config.profiles[name].to_toml_table().items():  # type: ignore[index]
             lines.append(f"{key} = {_toml_string(value)}")
         lines.append("")
+    if config.other:
+        lines.append(tomli_w.dumps(config.other))
     return "\n".join(lines)
 
 

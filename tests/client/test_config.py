@@ -100,3 +100,17 @@ def test_paginator_arguments(page: int, per_page: int) -> None:
 
     with pytest.raises(ValueError):
         AsyncPaginator(fetch, page=page, per_page=per_page)
+
+
+def test_saving_a_profile_keeps_other_tables() -> None:
+    path = config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[keymap]\n"app.help" = "f1"\n\n[ui]\ntheme = "dark"\nwidth = 100\n')
+    save_profile(Profile(name="ops", base_url="https://example.com"))
+    text = path.read_text()
+    assert load_config().names == ["ops"]
+    import tomllib
+
+    raw = tomllib.loads(text)
+    assert raw["keymap"] == {"app.help": "f1"}
+    assert raw["ui"] == {"theme": "dark", "width": 100}

@@ -1,0 +1,1 @@
+"""The terminal app (Textual): `run_tui` in `command.py` starts it; see docs/tui.md."""

@@ -1,0 +1,119 @@
+"""What every screen of the app shares: the top bar with the environment badge, the footer, a
+`back` binding, and one way of turning failures into notifications and inline messages."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from textual.binding import Binding
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from bpsync.client import errors as E
+from bpsync.config import ConfigError
+from bpsync.tui.format import describe
+from bpsync.tui.messages import ActionFailed
+
+if TYPE_CHECKING:
+    from bpsync.client.service import AsyncServiceClient
+    from bpsync.tui.app import BPSyncApp
+
+T = TypeVar("T")
+
+# Failures a worker expects and reports as ActionFailed; anything else is a bug, which the
+# worker-state handler still turns into a notification (workers run with exit_on_error=False).
+EXPECTED: tuple[type[BaseException], ...] = (
+    E.BPSyncError,
+    ConfigError,
+    ValueError,
+    OSError,
+    TimeoutError,
+)
+
+
+def failure(action: str, exc: BaseException) -> ActionFailed:
+    if isinstance(exc, E.APIStatusError):
+        return ActionFailed(action, describe(exc), exc.code, exc.status, dict(exc.extra))
+    return ActionFailed(action, describe(exc))
+
+
+class AppScreen(Screen[Any]):
+    """Base of the app's screens. Subclasses compose `TopBar(...)` and `Footer()` themselves."""
+
+    BINDINGS = [Binding("escape", "back", "Back", id="screen.back")]
+
+    @property
+    def bpsync(self) -> BPSyncApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def client(self) -> AsyncServiceClient:
+        connection = self.bpsync.connection
+        if connection is None:
+            raise E.LoginRequiredError("Not signed in: choose a profile first (ctrl+o).")
+        return connection.client
+
+    async def guarded(self, action: str, work: Awaitable[T]) -> T | None:
+        """Await `work`; an expected failure becomes an ActionFailed message (None returned)."""
+        try:
+            return await work
+        except EXPECTED as exc:
+            self.post_message(failure(action, exc))
+            return None
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1 and self.app.screen is self:
+            self.app.pop_screen()
+
+    def inline(self, text: str, error: bool = True) -> None:
+        """Show a message in the screen's `#note` line, when it has one."""
+        for note in self.query("#note").results(Static):
+            note.update(text)
+            note.set_class(error and bool(text), "-error")
+
+    def on_action_failed(self, message: ActionFailed) -> None:
+        self.inline(f"{message.action}: {message.message}")
+        self.notify(message.message, title=message.action, severity="error", timeout=8)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.notify(describe(error), title="Unexpected error", severity="error", timeout=10)
+            self.inline(f"Unexpected error: {describe(error)}")
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/no before anything destructive; answers True only on an explicit yes."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.detail = detail
+
+    def compose(self) -> Any:
+        from textual.containers import Horizontal, Vertical
+        from textual.widgets import Button
+
+        with Vertical(id="dialog"):
+            yield Static(self.question, id="question")
+            if self.detail:
+                yield Static(self.detail, id="detail")
+            with Horizontal(id="buttons"):
+                yield Button("Yes (y)", id="yes", variant="error")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no").focus()
+
+    def on_button_pressed(self, event: Any) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)

@@ -1,0 +1,405 @@
+"""Drill-down: a property and its buildings, then a building with its fields, use types (and
+their GFA sum), meters and readings (newest first, anomaly flags highlighted, locked readings
+marked from the building's lock), and reading deletion with confirmation."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from bpsync.client import errors as E
+from bpsync.client.models import Building, Meter, Property, Reading
+from bpsync.tui.format import DASH, day, gfa_sum, is_locked, moment, number, reading_row
+from bpsync.tui.messages import (
+    BuildingLoaded,
+    BuildingsLoaded,
+    PropertyLoaded,
+    ReadingDeleted,
+    ReadingsPage,
+)
+from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure
+from bpsync.tui.widgets.topbar import TopBar
+
+READING_COLUMNS = ("Start", "End", "Consumption", "Unit", "Cost", "Flags", "Lock")
+READINGS_PAGE = 50
+
+
+def fields_table(rows: Sequence[tuple[str, Any]], columns: int = 2) -> Table:
+    """Label/value pairs laid out in `columns` column pairs."""
+    table = Table.grid(padding=(0, 2), expand=True)
+    for _ in range(columns):
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(ratio=1)
+    for i in range(0, len(rows), columns):
+        cells: list[Any] = []
+        for label, value in rows[i : i + columns]:
+            cells += [label, value]
+        table.add_row(*cells)
+    return table
+
+
+class PropertyScreen(AppScreen):
+    HELP_TITLE = "Property"
+    HELP = "The property's details and its buildings. Enter opens a building."
+    BINDINGS = [Binding("r", "reload", "Reload", id="property.reload")]
+
+    def __init__(self, property_id: str, name: str = "") -> None:
+        super().__init__()
+        self.property_id = property_id
+        self.title_text = name or property_id
+        self.buildings: dict[str, Building] = {}
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(f"Property · {self.title_text}")
+        yield Static("Loading…", id="property-fields", classes="fields")
+        yield Static("Buildings", classes="section-title")
+        yield DataTable(id="buildings", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#buildings", DataTable).add_columns(
+            "Name", "Primary use", "GFA m²", "Built", "Floors", "Quality", "Status"
+        )
+        self.query_one("#buildings", DataTable).focus()
+        self.load()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="property", exit_on_error=False)
+    async def load(self) -> None:
+        prop = await self.guarded("Property", self.client.properties.get(self.property_id))
+        if prop is None:
+            return
+        self.post_message(PropertyLoaded(prop))
+        items = await self.guarded(
+            "Buildings", self.client.buildings.list(self.property_id, per_page=200).to_list()
+        )
+        if items is not None:
+            self.post_message(BuildingsLoaded(self.property_id, items, len(items)))
+
+    def on_property_loaded(self, message: PropertyLoaded) -> None:
+        p: Property = message.prop
+        a = p.address
+        where = ", ".join(x for x in (a.street, a.city, a.state, a.postal_code, a.country) if x)
+        rows = [
+            ("Name", p.name),
+            ("Type", p.type),
+            ("Address", where),
+            ("Status", p.status.value),
+            ("Reference", p.internal_ref or DASH),
+            ("Buildings", str(p.building_count)),
+            ("Total GFA", f"{number(p.total_gfa_m2)} m²"),
+            ("Id", p.id),
+            ("Created", moment(p.created_at)),
+            ("Updated", moment(p.updated_at)),
+        ]
+        self.query_one("#property-fields", Static).update(fields_table(rows))
+        self.query_one(TopBar).title = f"Property · {p.name}"
+
+    def on_buildings_loaded(self, message: BuildingsLoaded) -> None:
+        table = self.query_one("#buildings", DataTable)
+        table.clear()
+        self.buildings = {b.id: b for b in message.items}
+        for b in message.items:
+            table.add_row(
+                b.name,
+                b.primary_use_type,
+                number(b.gfa_m2),
+                str(b.year_built),
+                str(b.floors),
+                b.data_quality_grade.value,
+                b.status,
+                key=b.id,
+            )
+        if not message.items:
+            self.inline("This property has no buildings yet.", error=False)
+
+    @on(DataTable.RowSelected, "#buildings")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        building = self.buildings.get(str(event.row_key.value))
+        if building is not None:
+            self.app.push_screen(BuildingScreen(building.property_id, building.id, building.name))
+
+
+class BuildingScreen(AppScreen):
+    HELP_TITLE = "Building"
+    HELP = (
+        "The building's fields, use types (their areas must add up to the GFA), meters and the "
+        "selected meter's readings, newest first. Yellow flags are anomalies (spike, drop), red "
+        "is a negative reading. 🔒 marks readings the building's lock covers: they cannot be "
+        "deleted. d deletes the highlighted reading after asking."
+    )
+    BINDINGS = [
+        Binding("d", "delete", "Delete reading", id="building.delete"),
+        Binding("b", "benchmarks", "Benchmarks", id="building.benchmarks"),
+        Binding("g", "report", "Report", id="building.report"),
+        Binding("r", "reload", "Reload", id="building.reload"),
+    ]
+
+    def __init__(self, property_id: str, building_id: str, name: str = "") -> None:
+        super().__init__()
+        self.property_id = property_id
+        self.building_id = building_id
+        self.title_text = name or building_id
+        self.building: Building | None = None
+        self.locked_through: dt.date | None = None
+        self.meters: dict[str, Meter] = {}
+        self.meter_id: str | None = None
+        self.readings: dict[str, Reading] = {}
+        self.readings_page = 0
+        self.readings_pages: int | None = None
+        self.readings_total = 0
+        self.loading_readings = False
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(f"Building · {self.title_text}")
+        yield Static("Loading…", id="building-fields", classes="fields")
+        yield Static("", id="use-types")
+        yield DataTable(id="meters", cursor_type="row")
+        yield Static("", id="readings-title", classes="section-title")
+        yield DataTable(id="readings", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#meters", DataTable).add_columns(
+            "Meter", "Type", "Unit", "Source", "Latest reading"
+        )
+        readings = self.query_one("#readings", DataTable)
+        readings.add_columns(*READING_COLUMNS)
+        self.watch(readings, "scroll_y", lambda _: self._maybe_more(), init=False)
+        self.load()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="building", exit_on_error=False)
+    async def load(self) -> None:
+        c = self.client
+        building = await self.guarded(
+            "Building", c.buildings.get(self.property_id, self.building_id)
+        )
+        if building is None:
+            return
+        lock = await self.guarded("Lock", c.buildings.get_lock(self.building_id))
+        meters = await self.guarded(
+            "Meters", c.meters.list(self.building_id, per_page=200).to_list()
+        )
+        self.post_message(
+            BuildingLoaded(building, lock.locked_through if lock else None, meters or [])
+        )
+
+    def on_building_loaded(self, message: BuildingLoaded) -> None:
+        b = self.building = message.building
+        self.locked_through = message.locked_through
+        self.query_one(TopBar).title = f"Building · {b.name}"
+        rows = [
+            ("Primary use", b.primary_use_type),
+            ("GFA", f"{number(b.gfa_m2)} m² ({number(b.gfa_sqft)} ft²)"),
+            ("Built", str(b.year_built)),
+            ("Floors", str(b.floors)),
+            ("Occupancy", f"{number(b.occupancy_pct)} %" if b.occupancy_pct is not None else DASH),
+            (
+                "Hours/week",
+                number(b.operating_hours_week) if b.operating_hours_week is not None else DASH,
+            ),
+            ("NLA", f"{number(b.nla_m2)} m²" if b.nla_m2 is not None else DASH),
+            ("Data quality", b.data_quality_grade.value),
+            ("Lock", f"through {day(self.locked_through)}" if self.locked_through else "none"),
+            ("Id", b.id),
+        ]
+        self.query_one("#building-fields", Static).update(fields_table(rows))
+        self.query_one("#use-types", Static).update(self._use_types(b))
+        table = self.query_one("#meters", DataTable)
+        table.clear()
+        self.meters = {m.id: m for m in message.meters}
+        for m in message.meters:
+            table.add_row(
+                m.name or m.id,
+                m.type.value,
+                m.unit,
+                m.source,
+                day(m.latest_reading_date),
+                key=m.id,
+            )
+        if message.meters:
+            table.focus()
+            self.show_meter(message.meters[0].id)
+        else:
+            self.query_one("#readings-title", Static).update("No meters yet.")
+
+    @staticmethod
+    def _use_types(b: Building) -> str:
+        if not b.use_types:
+            return f"Use types: {b.primary_use_type} (no breakdown)"
+        parts = " + ".join(f"{u.type} {number(u.gfa_m2)}" for u in b.use_types)
+        total = gfa_sum(b.use_types)
+        check = "= GFA" if abs(total - b.gfa_m2) < 0.01 else f"≠ GFA {number(b.gfa_m2)}"
+        return f"Use types: {parts} = [b]{number(total)} m²[/b] {check}"
+
+    # --- readings --------------------------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#meters")
+    def _meter(self, event: DataTable.RowHighlighted) -> None:
+        meter_id = str(event.row_key.value)
+        if meter_id != self.meter_id:
+            self.show_meter(meter_id)
+
+    def show_meter(self, meter_id: str) -> None:
+        self.meter_id = meter_id
+        self.readings.clear()
+        self.readings_page = 0
+        self.readings_pages = None
+        self.loading_readings = False
+        self.query_one("#readings", DataTable).clear()
+        self.load_readings()
+
+    def load_readings(self) -> None:
+        if self.meter_id is None or self.loading_readings:
+            return
+        if self.readings_pages is not None and self.readings_page >= self.readings_pages:
+            return
+        self.loading_readings = True
+        self.fetch_readings(self.meter_id, self.readings_page + 1)
+
+    @work(exclusive=True, group="readings", exit_on_error=False)
+    async def fetch_readings(self, meter_id: str, page: int) -> None:
+        paginator = self.client.readings.list(
+            self.building_id, meter_id, newest_first=True, page=page, per_page=READINGS_PAGE
+        )
+        result = await self.guarded("Readings", paginator)
+        if result is None:
+            self.loading_readings = False
+            return
+        m = result.meta
+        self.post_message(ReadingsPage(meter_id, result.items, m.page, m.total, m.total_pages))
+
+    def on_readings_page(self, message: ReadingsPage) -> None:
+        if message.meter_id != self.meter_id:
+            return
+        table = self.query_one("#readings", DataTable)
+        for r in message.items:
+            if r.id not in self.readings:
+                self.readings[r.id] = r
+                table.add_row(*reading_row(r, self.locked_through), key=r.id)
+        self.readings_page = message.page
+        self.readings_pages = message.total_pages
+        self.readings_total = message.total
+        self.loading_readings = False
+        self._readings_title()
+        self.call_after_refresh(self._maybe_more)
+
+    def _readings_title(self) -> None:
+        meter = self.meters.get(self.meter_id or "")
+        name = (meter.name or meter.type.value) if meter else ""
+        locked = sum(1 for r in self.readings.values() if is_locked(r, self.locked_through))
+        lock = f" · {locked} locked" if locked else ""
+        self.query_one("#readings-title", Static).update(
+            f"Readings of {name}, newest first: {len(self.readings)} of {self.readings_total}{lock}"
+        )
+
+    def _maybe_more(self) -> None:
+        table = self.query_one("#readings", DataTable)
+        if (
+            table.cursor_row >= table.row_count - 5
+            or table.scroll_y >= table.max_scroll_y - 5
+            or table.row_count < table.size.height
+        ):
+            self.load_readings()
+
+    @on(DataTable.RowHighlighted, "#readings")
+    def _reading(self) -> None:
+        self._maybe_more()
+
+    def current_reading(self) -> Reading | None:
+        table = self.query_one("#readings", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return self.readings.get(str(key.value))
+
+    def action_delete(self) -> None:
+        reading = self.current_reading()
+        if reading is None or self.meter_id is None:
+            self.inline("Highlight a reading in the readings table first.")
+            return
+        if is_locked(reading, self.locked_through):
+            # Locks only move forward, so the service would refuse: say why without asking it.
+            self.inline(
+                f"Reading {reading.start_date} → {reading.end_date} is locked: the building is "
+                f"locked through {self.locked_through} (building_locked)."
+            )
+            return
+        meter_id = self.meter_id
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.delete(meter_id, reading.id)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Delete the reading {reading.start_date} → {reading.end_date} "
+                f"({number(reading.consumption, 1)} {reading.unit})?",
+                "Benchmarks are recalculated without it. This cannot be undone.",
+            ),
+            answered,
+        )
+
+    @work(group="delete", exit_on_error=False)
+    async def delete(self, meter_id: str, reading_id: str) -> None:
+        try:
+            await self.client.readings.delete(self.building_id, meter_id, reading_id)
+        except E.LockedError as exc:
+            self.post_message(failure("Delete refused", exc))
+            if exc.locked_through:
+                self.locked_through = dt.date.fromisoformat(str(exc.locked_through))
+                self.app.call_later(self._remark_locks)
+            return
+        except (E.BPSyncError, ValueError) as exc:
+            self.post_message(failure("Delete", exc))
+            return
+        self.post_message(ReadingDeleted(meter_id, reading_id))
+
+    def _remark_locks(self) -> None:
+        table = self.query_one("#readings", DataTable)
+        lock_column = table.ordered_columns[-1].key
+        for reading_id, reading in self.readings.items():
+            table.update_cell(
+                reading_id, lock_column, reading_row(reading, self.locked_through)[-1]
+            )
+        self._readings_title()
+
+    def on_reading_deleted(self, message: ReadingDeleted) -> None:
+        reading = self.readings.pop(message.reading_id, None)
+        if message.meter_id == self.meter_id:
+            table = self.query_one("#readings", DataTable)
+            if message.reading_id in table.rows:
+                table.remove_row(message.reading_id)
+            self.readings_total = max(0, self.readings_total - 1)
+            self._readings_title()
+        if reading is not None:
+            self.inline(
+                f"Deleted the reading {reading.start_date} → {reading.end_date}.", error=False
+            )
+            self.notify("Reading deleted.")
+
+    # --- elsewhere -------------------------------------------------------------------------------
+
+    def action_benchmarks(self) -> None:
+        from bpsync.tui.screens.benchmarks import BenchmarksScreen
+
+        self.app.push_screen(BenchmarksScreen(self.building_id, self.title_text))
+
+    def action_report(self) -> None:
+        from bpsync.tui.screens.reports import ReportsScreen
+
+        self.app.push_screen(ReportsScreen(building_id=self.building_id))

@@ -1,0 +1,297 @@
+"""Portfolio: every property, fetched a page at a time as the table scrolls; filters by type and
+country (the service's `filter[...]`), sort, a search over name/reference/address, and archive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer, Input, Select, Static
+
+from bpsync.client.models import Property
+from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, property_row
+from bpsync.tui.messages import ArchiveDone, PropertiesPage
+from bpsync.tui.screens.base import AppScreen, ConfirmScreen
+from bpsync.tui.widgets.topbar import TopBar
+
+COLUMNS = ("Name", "Type", "City", "Country", "Bldgs", "GFA m²", "Status")
+# Start fetching the next page when the cursor or the scroll position is this close to the end.
+PREFETCH_ROWS = 10
+SEARCH_PAGE_SIZE = 200  # a search scans every page; the biggest pages cost the fewest requests
+
+
+class PortfolioScreen(AppScreen):
+    HELP_TITLE = "Portfolio"
+    HELP = (
+        "Properties of the organisation in the signed-in environment. More rows load as you scroll. "
+        "Filters and sort are applied by the service; the search looks at name, reference, "
+        "address and id, scanning every page (the service has no text search). Enter opens a "
+        "property; archive asks first."
+    )
+    AUTO_FOCUS = "#properties"
+    BINDINGS = [
+        Binding("slash", "focus_search", "Search", id="portfolio.search"),
+        Binding("f", "focus_filters", "Filter", id="portfolio.filter"),
+        Binding("s", "next_sort", "Sort", id="portfolio.sort"),
+        Binding("a", "archive", "Archive", id="portfolio.archive"),
+        Binding("r", "reload", "Reload", id="portfolio.reload"),
+        Binding("b", "app.section('benchmarks')", "Benchmarks", id="portfolio.benchmarks"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = 0
+        self.page = 0
+        self.total_pages: int | None = None
+        self.total = 0
+        self.loading = False
+        self.rows: dict[str, Property] = {}
+        self.applied: tuple[Any, ...] | None = None  # the query the table shows
+
+    def compose(self) -> ComposeResult:
+        yield TopBar("Portfolio")
+        with Horizontal(id="filters", classes="toolbar"):
+            yield Input(placeholder="/ search", id="search", compact=True)
+            yield Select(
+                [(t, t) for t in PROPERTY_TYPES], prompt="any type", id="type", compact=True
+            )
+            yield Input(placeholder="country", id="country", max_length=2, compact=True)
+            yield Select(list(SORTS), value="name", allow_blank=False, id="sort", compact=True)
+        yield DataTable(id="properties", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="status", classes="statusline")
+        yield Static("", id="note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#properties", DataTable)
+        table.add_columns(*COLUMNS)
+        table.focus()
+        self.watch(table, "scroll_y", self._scrolled, init=False)
+        self.reload()
+
+    # --- the query -------------------------------------------------------------------------------
+
+    def query_params(self) -> dict[str, Any]:
+        type_ = self.query_one("#type", Select).value
+        country = self.query_one("#country", Input).value.strip().upper()
+        return {
+            "type": type_ if isinstance(type_, str) else None,
+            "country": country or None,
+            "sort": self.query_one("#sort", Select).value,
+        }
+
+    @property
+    def search_term(self) -> str:
+        return self.query_one("#search", Input).value.strip()
+
+    def reload(self) -> None:
+        """Start the list again from page 1 (filters, sort or search changed)."""
+        self.applied = (tuple(self.query_params().items()), self.search_term)
+        self.generation += 1
+        self.page = 0
+        self.total_pages = None
+        self.total = 0
+        self.loading = False
+        self.rows.clear()
+        self.query_one("#properties", DataTable).clear()
+        self.inline("")
+        self.load_more()
+
+    def load_more(self) -> None:
+        if self.loading or (self.total_pages is not None and self.page >= self.total_pages):
+            return
+        self.loading = True
+        if self.search_term:
+            self.scan(self.generation, self.query_params(), self.search_term)
+        else:
+            self.fetch(self.generation, self.page + 1, self.query_params())
+        self._status()
+
+    @work(exclusive=True, group="portfolio", exit_on_error=False)
+    async def fetch(self, generation: int, page: int, params: dict[str, Any]) -> None:
+        size = self.bpsync.page_size
+        result = await self.guarded(
+            "Properties", self.client.properties.list(page=page, per_page=size, **params)
+        )
+        if result is None:
+            self.loading = False
+            return
+        meta = result.meta
+        self.post_message(
+            PropertiesPage(generation, result.items, meta.page, meta.total, meta.total_pages)
+        )
+
+    @work(exclusive=True, group="portfolio", exit_on_error=False)
+    async def scan(self, generation: int, params: dict[str, Any], term: str) -> None:
+        """Search: walk every page, posting the matches of each as it arrives."""
+        pages = self.client.properties.list(per_page=SEARCH_PAGE_SIZE, **params).pages()
+        scanned = 0
+
+        async def walk() -> None:
+            nonlocal scanned
+            async for page in pages:
+                scanned += len(page.items)
+                found = [p for p in page.items if matches(p, term)]
+                self.post_message(
+                    PropertiesPage(
+                        generation,
+                        found,
+                        page.meta.page,
+                        page.meta.total,
+                        page.meta.total_pages,
+                        scanned=scanned,
+                    )
+                )
+
+        if await self.guarded("Search", walk()) is None:
+            self.loading = False
+
+    def on_properties_page(self, message: PropertiesPage) -> None:
+        if message.generation != self.generation:
+            return  # an answer to a query that has since changed
+        table = self.query_one("#properties", DataTable)
+        for prop in message.items:
+            if prop.id in self.rows:
+                continue
+            self.rows[prop.id] = prop
+            table.add_row(*property_row(prop), key=prop.id)
+        self.page = message.page
+        self.total_pages = message.total_pages
+        self.total = message.total
+        searching = bool(message.scanned)
+        self.loading = searching and message.page < message.total_pages
+        self._status(message.scanned)
+        if not searching:
+            # Judge "near the end" once the table has laid out its new rows.
+            self.call_after_refresh(self._maybe_more)
+
+    def _status(self, scanned: int = 0) -> None:
+        shown = len(self.rows)
+        if self.search_term:
+            text = f"{shown} match(es) for “{self.search_term}”"
+            if self.total:
+                text += f" · scanned {scanned or shown} of {self.total}"
+        else:
+            text = f"{shown} of {self.total} properties" if self.total_pages is not None else ""
+        if self.loading:
+            text += " · loading…"
+        self.query_one("#status", Static).update(text)
+
+    # --- loading more as the table scrolls -------------------------------------------------------
+
+    def _maybe_more(self) -> None:
+        table = self.query_one("#properties", DataTable)
+        near_cursor = table.cursor_row >= table.row_count - PREFETCH_ROWS
+        near_bottom = table.scroll_y >= table.max_scroll_y - PREFETCH_ROWS
+        visible_unfilled = table.row_count < table.size.height
+        if near_cursor or near_bottom or visible_unfilled:
+            self.load_more()
+
+    def _scrolled(self, _: float) -> None:
+        self._maybe_more()
+
+    @on(DataTable.RowHighlighted, "#properties")
+    def _highlighted(self) -> None:
+        self._maybe_more()
+
+    @on(DataTable.RowSelected, "#properties")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        prop = self.rows.get(str(event.row_key.value))
+        if prop is not None:
+            from bpsync.tui.screens.detail import PropertyScreen
+
+            self.app.push_screen(PropertyScreen(prop.id, prop.name))
+
+    # --- filters ---------------------------------------------------------------------------------
+
+    @on(Select.Changed, "#type")
+    @on(Select.Changed, "#sort")
+    def _filters_changed(self) -> None:
+        # Selects also announce their first value while mounting: only a real change reloads.
+        if self.applied != (tuple(self.query_params().items()), self.search_term):
+            self.reload()
+
+    @on(Input.Submitted, "#search")
+    def _submitted(self) -> None:
+        self.reload()
+        self.query_one("#properties", DataTable).focus()
+
+    @on(Input.Submitted, "#country")
+    def _country_done(self) -> None:
+        self.query_one("#properties", DataTable).focus()
+
+    @on(Input.Changed, "#country")
+    def _country(self, event: Input.Changed) -> None:
+        if len(event.value.strip()) in (0, 2):
+            self._filters_changed()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_focus_filters(self) -> None:
+        self.query_one("#type", Select).focus()
+
+    def action_next_sort(self) -> None:
+        select = self.query_one("#sort", Select)
+        values = [value for _, value in SORTS]
+        current = values.index(str(select.value)) if select.value in values else -1
+        select.value = values[(current + 1) % len(values)]
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    def action_back(self) -> None:
+        self.query_one("#properties", DataTable).focus()
+
+    # --- archive ---------------------------------------------------------------------------------
+
+    def current(self) -> Property | None:
+        table = self.query_one("#properties", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return self.rows.get(str(key.value))
+
+    def action_archive(self) -> None:
+        prop = self.current()
+        if prop is None:
+            return
+        if prop.status.value == "archived":
+            self.inline(f"{prop.name} is already archived.")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.archive(prop.id)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Archive {prop.name}?",
+                "It leaves the active dashboards and portfolio benchmarks; its history is kept. "
+                "Archiving cannot be undone here.",
+            ),
+            answered,
+        )
+
+    @work(exclusive=True, group="archive", exit_on_error=False)
+    async def archive(self, property_id: str) -> None:
+        result = await self.guarded("Archive", self.client.properties.archive(property_id))
+        if result is not None:
+            self.post_message(ArchiveDone(result))
+
+    def on_archive_done(self, message: ArchiveDone) -> None:
+        result = message.result
+        prop = self.rows.get(result.id)
+        if prop is None:
+            return
+        updated = prop.model_copy(update={"status": result.status})
+        self.rows[result.id] = updated
+        table = self.query_one("#properties", DataTable)
+        table.update_cell(result.id, table.ordered_columns[-1].key, property_row(updated)[-1])
+        self.notify(f"Archived {prop.name}.")
+        self.inline(
+            f"Archived {prop.name} at {result.archived_at:%Y-%m-%d %H:%M} UTC.", error=False
+        )

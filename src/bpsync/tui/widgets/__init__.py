@@ -1,0 +1,1 @@
+"""Reusable widgets; each carries its own DEFAULT_CSS."""
