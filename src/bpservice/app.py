@@ -15,6 +15,7 @@ from bpservice.auth import TokenResolver
 from bpservice.benchmarking import default_recalculator
 from bpservice.db.session import Database
 from bpservice.errors import install_error_handlers
+from bpservice.faults import FaultInjector, FaultMiddleware
 from bpservice.ratelimit import RateLimiter
 from bpservice.recalc import Recalculator
 from bpservice.settings import Settings
@@ -76,4 +77,9 @@ def create_app(
         return {"status": "ok", "version": __version__}
 
     app.add_middleware(EdgeMiddleware, state=app.state)
+    app.state.fault_injector = None
+    if settings.faults.enabled:
+        # Added last, so it wraps EdgeMiddleware: faults hit before and after everything.
+        app.state.fault_injector = FaultInjector(settings.faults)
+        app.add_middleware(FaultMiddleware, injector=app.state.fault_injector)
     return app

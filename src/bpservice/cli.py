@@ -11,6 +11,7 @@ import typer
 
 from bpservice import admin
 from bpservice.db.session import Database
+from bpservice.faults import FAULT_KINDS, FaultSettings, parse_kinds
 from bpservice.settings import RateLimits, Settings, database_url
 
 app = typer.Typer(help="The reference Building Performance Data Service.", no_args_is_help=True)
@@ -40,15 +41,41 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8400,
     rate_window: Annotated[int, typer.Option(help="Rate-limit window in seconds")] = 60,
+    faults: Annotated[
+        float, typer.Option(help="Share of /v1 requests that fail on purpose (0-1; tests only)")
+    ] = 0.0,
+    fault_seed: Annotated[int | None, typer.Option(help="Seed of the fault sequence")] = None,
+    fault_kinds: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated fault kinds (default all): " + ", ".join(FAULT_KINDS)),
+    ] = None,
+    fault_hang: Annotated[
+        float, typer.Option(help="Seconds a 'hang' fault stalls before answering")
+    ] = 35.0,
 ) -> None:
     """Run the service."""
     import uvicorn
 
     from bpservice.app import create_app
 
+    try:
+        fault_settings = FaultSettings(
+            rate=faults, seed=fault_seed, kinds=parse_kinds(fault_kinds), hang_seconds=fault_hang
+        )
+    except ValueError as exc:
+        _fail(str(exc))
     settings = Settings(
-        database_url=database_url(db), rate_limits=RateLimits(window_seconds=rate_window)
+        database_url=database_url(db),
+        rate_limits=RateLimits(window_seconds=rate_window),
+        faults=fault_settings,
     )
+    if fault_settings.enabled:
+        typer.secho(
+            f"FAULT INJECTION ON: {faults:.0%} of /v1 requests fail "
+            f"({', '.join(fault_settings.kinds)}; seed {fault_seed}).",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
 
 

@@ -109,6 +109,25 @@ def _body_not_parsed(errors: list[dict[str, Any]]) -> bool:
     )
 
 
+def allowed_methods(routes: list[Any], path: str) -> list[str]:
+    """The methods of the resource at `path`: of the routes whose template matches it, those with
+    the fewest parameters (`/v1/users/invite` is its own resource, not a `/v1/users/{user_id}`)."""
+    matches: list[tuple[int, set[str]]] = []
+
+    def walk(routes: list[Any]) -> None:
+        for route in routes:
+            if hasattr(route, "original_router"):  # FastAPI keeps included routers as one entry
+                walk(route.original_router.routes)
+            elif getattr(route, "methods", None) and route.path_regex.match(path):
+                matches.append((route.path.count("{"), set(route.methods)))
+
+    walk(routes)
+    if not matches:
+        return []
+    fewest = min(params for params, _ in matches)
+    return sorted(set().union(*(methods for params, methods in matches if params == fewest)))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -145,10 +164,15 @@ def install_error_handlers(app: FastAPI) -> None:
             code, message = "invalid_json", "The request body is not valid JSON."
         if exc.status_code == 404:
             message = f"No route for {request.method} {request.url.path}."
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            # Starlette names only the first matching route's methods; RFC 9110 §15.5.6 wants
+            # every method the resource supports (GET and POST /v1/properties are two routes).
+            headers["Allow"] = ", ".join(allowed_methods(request.app.routes, request.url.path))
         return JSONResponse(
             {"error": {"code": code, "message": message}},
             status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
+            headers=headers or None,
         )
 
     @app.exception_handler(Exception)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bpservice.faults import FaultSettings
+
 Clock = Callable[[], dt.datetime]
 
 
@@ -49,3 +51,5 @@ class Settings:
     # Key that signs the authorization server's form tokens; None = random per process (open
     # login forms then expire on restart, nothing else is lost).
     oauth_form_key: bytes | None = None
+    # Fault injection for resilience tests (`bpservice serve --faults`); off by default.
+    faults: FaultSettings = field(default_factory=FaultSettings)
