@@ -618,6 +618,9 @@ def status(
                 code = EXIT.CONNECTION if "unreachable" in info["service"] else EXIT.AUTH
         assert client.limiter is not None
         info["rate_limits"] = {k: _bucket_view(b) for k, b in client.limiter.snapshot().items()}
+    from bpsync.watch.summary import watch_status_lines  # the folder watcher, if one runs
+
+    info.update(watch_status_lines(prof.name))
     if state.json:
         print_json(info)
     else:
@@ -1656,6 +1659,9 @@ def webhooks_deliveries(
 from bpsync.commands import imports as _imports  # noqa: E402
 
 _imports.attach(app, meters_app)
+from bpsync.commands.watch import attach as _attach_watch  # noqa: E402
+
+_attach_watch(app)
 
 
 def main() -> None:

@@ -179,6 +179,7 @@ def _noop(
         environment=client.environment,
         status="no-op",
         accepted=counts["accepted"],
+        rejected=len(rejects),
         skipped=counts["skipped"],
         warnings=int(record.info.get("warnings", 0)),
         seconds=time.monotonic() - started,

@@ -259,6 +259,8 @@ class Submitter:
                 for t in tasks:
                     t.cancel()
 
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return False  # the caller already handles Ctrl-C (e.g. the watcher): leave it theirs
         try:
             loop.add_signal_handler(signal.SIGINT, on_sigint)
         except (NotImplementedError, RuntimeError, ValueError):
