@@ -12,8 +12,8 @@ from bpservice.domain import readings as service_rules
 from bpservice.domain import units as service_units
 from bpservice.domain import vocab
 from bpsync.ingest import units
-from bpsync.ingest.register import COUNTRY_CODES, USE_TYPES
 from bpsync.ingest.validate import PastReading, predict_flags
+from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
 
 def test_units_by_meter_type_agree():

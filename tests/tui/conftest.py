@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import keyring
 import keyring.backend
@@ -18,44 +16,13 @@ from textual.message import Message
 from bpservice.demo import seed
 from bpsync.client.service import api_key_name
 from bpsync.config import Profile, save_profile
+
+# The same isolation as the client tests (autouse): private dirs, no BPSYNC_* from outside, and
+# an in-memory keyring.
+from tests.client.conftest import MemoryKeyring, isolated  # noqa: F401
 from tests.conftest import Service
 
 TODAY = dt.date(2026, 11, 20)  # the FakeClock's day
-
-
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.items: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.items.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.items[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        from keyring.errors import PasswordDeleteError
-
-        if self.items.pop((service, username), None) is None:
-            raise PasswordDeleteError(username)
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryKeyring]:
-    """Never touch the real home or keyring."""
-    for name in list(os.environ):
-        if name.startswith("BPSYNC_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("BPSYNC_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("BPSYNC_STATE_DIR", str(tmp_path / "state"))
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture

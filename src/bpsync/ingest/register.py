@@ -26,37 +26,8 @@ from bpsync.ingest.readers import Table, list_sheets, read_xlsx
 from bpsync.ingest.templates import find_column
 from bpsync.ingest.units import METER_TYPES, canonical_unit
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
+from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
-# ISO 3166-1 alpha-2, the 249 assigned codes (docs/decisions.md D9); a test checks the service agrees.
-_COUNTRIES = """
-AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR
-BS BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC
-EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK
-HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB
-LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ
-NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU
-RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN
-TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW
-"""
-COUNTRY_CODES = frozenset(_COUNTRIES.split())
-# Property and use types (docs/decisions.md D8).
-USE_TYPES = (
-    "office",
-    "retail",
-    "residential",
-    "hotel",
-    "healthcare",
-    "education",
-    "industrial",
-    "warehouse",
-    "data_centre",
-    "laboratory",
-    "restaurant",
-    "assembly",
-    "leisure",
-    "mixed_use",
-    "other",
-)
 SQFT_PER_M2 = 10.7639
 GFA_TOLERANCE = 0.01  # D13: use type areas must sum to gfa_m2 within 0.01 m²
 

@@ -17,26 +17,10 @@ from bpsync.client.models import (
     Reading,
     UseTypeArea,
 )
+from bpsync.vocab import DATA_QUALITY_GRADES, USE_TYPES
 
-# The service's vocabulary for property and use types (docs/decisions.md D8).
-PROPERTY_TYPES: tuple[str, ...] = (
-    "office",
-    "retail",
-    "residential",
-    "hotel",
-    "healthcare",
-    "education",
-    "industrial",
-    "warehouse",
-    "data_centre",
-    "laboratory",
-    "restaurant",
-    "assembly",
-    "leisure",
-    "mixed_use",
-    "other",
-)
-GRADES: tuple[str, ...] = ("A", "B", "C", "D", "E", "F")
+PROPERTY_TYPES = USE_TYPES  # property types and use types are one vocabulary (D8)
+GRADES = DATA_QUALITY_GRADES
 SORTS: tuple[tuple[str, str], ...] = (
     ("Name A→Z", "name"),
     ("Name Z→A", "-name"),
