@@ -4,14 +4,19 @@ SQLite file, or httpx's ASGI transport where speed matters. Time comes from a Fa
 from __future__ import annotations
 
 import datetime as dt
+import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
+import keyring
+import keyring.backend
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -163,3 +168,85 @@ def api(service: Service) -> Iterator[httpx.Client]:
     """A client of the live service with the sandbox key (every scope)."""
     with service.client() as client:
         yield client
+
+
+# --- helpers for the bpsync tests ----------------------------------------------------------------
+
+
+class MemoryKeyring(keyring.backend.KeyringBackend):
+    """The OS keyring stand-in: a dict, per test."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.items.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.items[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        from keyring.errors import PasswordDeleteError
+
+        if self.items.pop((service, username), None) is None:
+            raise PasswordDeleteError(username)
+
+
+@contextmanager
+def isolate_bpsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryKeyring]:
+    """Never touch the real home or keyring: config and state dirs under tmp_path, no BPSYNC_*
+    from outside, and an in-memory keyring for the duration."""
+    for name in list(os.environ):
+        if name.startswith("BPSYNC_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("BPSYNC_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("BPSYNC_STATE_DIR", str(tmp_path / "state"))
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
+
+
+class Org(NamedTuple):
+    key: str
+    building: str
+    meters: list[str]
+
+
+def make_org(service: Service, meters: int = 3, name: str = "Test property") -> Org:
+    """A fresh organisation (its own sandbox key) with one building and `meters` electricity
+    meters in kWh."""
+    key = service.bootstrap(owner_email=f"o{time.monotonic_ns()}@example.com")["test_key"]
+    with service.client(key) as api:
+        prop = api.post(
+            "/v1/properties",
+            json={
+                "name": name,
+                "address": {"street": "1 A St", "city": "Leeds", "country": "GB"},
+                "type": "office",
+            },
+        ).json()["data"]
+        bld = api.post(
+            f"/v1/properties/{prop['id']}/buildings",
+            json={
+                "name": "B",
+                "primary_use_type": "office",
+                "gfa_m2": 1000,
+                "year_built": 2000,
+                "floors": 2,
+            },
+        ).json()["data"]
+        ids = [
+            api.post(
+                f"/v1/buildings/{bld['id']}/meters",
+                json={"type": "electricity", "unit": "kWh", "name": f"M{i}"},
+            ).json()["data"]["id"]
+            for i in range(meters)
+        ]
+    return Org(key, bld["id"], ids)

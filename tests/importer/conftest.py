@@ -3,18 +3,15 @@ the sample portfolio registered through the real engine."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import keyring
 import pytest
 
 from bpsync.client import AsyncServiceClient
 from bpsync.ingest import read_register
 from bpsync.ingest.register_submit import import_register
-from tests.client.conftest import MemoryKeyring
-from tests.conftest import Service
+from tests.conftest import Service, isolate_bpsync
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
 PROFILE = "test"
@@ -23,15 +20,8 @@ PROFILE = "test"
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Never touch the real home or keyring."""
-    for name in list(os.environ):
-        if name.startswith("BPSYNC_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("BPSYNC_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("BPSYNC_STATE_DIR", str(tmp_path / "state"))
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
-    yield tmp_path
-    keyring.set_keyring(previous)
+    with isolate_bpsync(tmp_path, monkeypatch):
+        yield tmp_path
 
 
 @pytest.fixture

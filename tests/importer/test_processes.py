@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Service
+from tests.conftest import Service, make_org
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIALS = 3
@@ -43,38 +43,6 @@ def base_env(tmp: Path) -> dict[str, str]:
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",  # like CI: no keyring
     )
     return env
-
-
-def make_org(service: Service, meters: int) -> tuple[str, str, list[str]]:
-    """A fresh organisation with one building and `meters` electricity meters."""
-    key = service.bootstrap(owner_email=f"o{time.monotonic_ns()}@example.com")["test_key"]
-    with service.client(key) as api:
-        prop = api.post(
-            "/v1/properties",
-            json={
-                "name": "Kill test",
-                "address": {"street": "1 A St", "city": "Leeds", "country": "GB"},
-                "type": "office",
-            },
-        ).json()["data"]
-        bld = api.post(
-            f"/v1/properties/{prop['id']}/buildings",
-            json={
-                "name": "B",
-                "primary_use_type": "office",
-                "gfa_m2": 1000,
-                "year_built": 2000,
-                "floors": 2,
-            },
-        ).json()["data"]
-        ids = [
-            api.post(
-                f"/v1/buildings/{bld['id']}/meters",
-                json={"type": "electricity", "unit": "kWh", "name": f"M{i}"},
-            ).json()["data"]["id"]
-            for i in range(meters)
-        ]
-    return key, bld["id"], ids
 
 
 def journal_requests(state: Path) -> int:

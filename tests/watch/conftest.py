@@ -13,10 +13,8 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import keyring
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -28,8 +26,7 @@ from bpsync.ingest.importer import ImportOptions
 from bpsync.watch.core import RunResult, WatchConfig, Watcher
 from bpsync.watch.log import WatchLog
 from bpsync.watch.service import ServiceImporter
-from tests.client.conftest import MemoryKeyring
-from tests.conftest import Service
+from tests.conftest import Org, Service, isolate_bpsync, make_org
 
 PROFILE = "default"
 HEADER = "Meter ID,Start Date,End Date,Consumption,Unit\n"
@@ -38,54 +35,8 @@ HEADER = "Meter ID,Start Date,End Date,Consumption,Unit\n"
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Never touch the real home or keyring."""
-    for name in list(os.environ):
-        if name.startswith("BPSYNC_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("BPSYNC_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("BPSYNC_STATE_DIR", str(tmp_path / "state"))
-    previous = keyring.get_keyring()
-    keyring.set_keyring(MemoryKeyring())
-    yield tmp_path
-    keyring.set_keyring(previous)
-
-
-@dataclass
-class Org:
-    key: str
-    building: str
-    meters: list[str]
-
-
-def make_org(service: Service, meters: int = 3) -> Org:
-    """A fresh organisation with one building and `meters` electricity meters (kWh)."""
-    key = service.bootstrap(owner_email=f"o{time.monotonic_ns()}@example.com")["test_key"]
-    with service.client(key) as api:
-        prop = api.post(
-            "/v1/properties",
-            json={
-                "name": "Watched",
-                "address": {"street": "1 A St", "city": "Leeds", "country": "GB"},
-                "type": "office",
-            },
-        ).json()["data"]
-        bld = api.post(
-            f"/v1/properties/{prop['id']}/buildings",
-            json={
-                "name": "B",
-                "primary_use_type": "office",
-                "gfa_m2": 1000,
-                "year_built": 2000,
-                "floors": 2,
-            },
-        ).json()["data"]
-        ids = [
-            api.post(
-                f"/v1/buildings/{bld['id']}/meters",
-                json={"type": "electricity", "unit": "kWh", "name": f"M{i}"},
-            ).json()["data"]["id"]
-            for i in range(meters)
-        ]
-    return Org(key, bld["id"], ids)
+    with isolate_bpsync(tmp_path, monkeypatch):
+        yield tmp_path
 
 
 @pytest.fixture
