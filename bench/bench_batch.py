@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import math
 import statistics
 import tempfile
 import time
@@ -139,7 +140,38 @@ async def run_case(db_path: Path, history: int, batches: int, recalc: bool) -> d
             assert r.status_code == 201 and data["accepted"] == BATCH_SIZE, r.text[:300]
     app.state.db.dispose()
     median = statistics.median(timings)
-    return {"seed_s": seeded, "median_ms": median * 1000, "rate": BATCH_SIZE / median}
+    return {
+        "seed_s": seeded,
+        "median_ms": median * 1000,
+        "p99_ms": percentile(timings, 99) * 1000,
+        "rate": BATCH_SIZE / median,
+    }
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """The nearest-rank percentile (p99 of fewer than 100 samples is their maximum)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+async def measure(
+    sizes: list[int], batches: int, recalc_modes: tuple[bool, ...] = (True, False)
+) -> list[dict[str, float]]:
+    """One row per history size: for each mode (`full`: the whole app with the benchmark
+    recalculation; `core`: without it) the seeding time, median and p99 ms per 500-reading batch
+    and readings/s, as `{mode}_{figure}`."""
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            row: dict[str, float] = {"history": size}
+            for recalc in recalc_modes:
+                path = Path(tmp) / f"h{size}_{int(recalc)}.db"
+                case = await run_case(path, size, batches, recalc)
+                prefix = "full" if recalc else "core"
+                row.update({f"{prefix}_{k}": v for k, v in case.items()})
+            results.append(row)
+    return results
 
 
 def query_plans(db_path: Path) -> list[str]:

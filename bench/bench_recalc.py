@@ -168,15 +168,20 @@ def run(stored: int, repeat: int) -> dict[str, float]:
     }
 
 
+def measure(sizes: tuple[int, ...] = (1_000, 100_000), repeat: int = 5) -> list[dict[str, float]]:
+    """Per stored-history size: the median recalculation and whole-request milliseconds of a
+    500-reading batch (`repeat` batches, at most 6)."""
+    repeat = max(1, min(repeat, ROOM // BATCH))
+    return [{"stored": stored, **run(stored, repeat)} for stored in sizes]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="batches per size (at most 6)")
     args = parser.parse_args()
-    args.repeat = max(1, min(args.repeat, ROOM // BATCH))
     print(f"{'stored readings':>16} {'recalc (median)':>16} {'batch request (median)':>24}")
-    for stored in (1_000, 100_000):
-        t = run(stored, args.repeat)
-        print(f"{stored:>16,} {t['recalc_ms']:>13.1f} ms {t['request_ms']:>21.1f} ms")
+    for t in measure((1_000, 100_000), args.repeat):
+        print(f"{t['stored']:>16,} {t['recalc_ms']:>13.1f} ms {t['request_ms']:>21.1f} ms")
 
 
 if __name__ == "__main__":

@@ -82,11 +82,13 @@ def build_portfolio(client: TestClient, buildings: int) -> list[str]:
     return ids
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--buildings", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def measure(
+    buildings: int = 100, repeat: int = 3, only: set[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """Build the portfolio, then time `generate_pending` for each report type and format (or
+    only the (type, format) pairs in `only`). Returns the build seconds and one dict per case:
+    type, format, median and max seconds, size in KB."""
+    results: dict[str, Any] = {"buildings": buildings, "cases": []}
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             database_url=f"sqlite:///{Path(tmp) / 'bench.db'}",
@@ -99,8 +101,8 @@ def main() -> None:
             keys = admin.bootstrap(session, now=NOW)
         client = TestClient(app, headers={"Authorization": f"Bearer {keys['test_key']}"})
         started = time.perf_counter()
-        ids = build_portfolio(client, args.buildings)
-        print(f"portfolio: {len(ids)} buildings built in {time.perf_counter() - started:.1f} s")
+        ids = build_portfolio(client, buildings)
+        results["build_seconds"] = time.perf_counter() - started
         template = client.post(
             "/v1/reports/templates",
             json={
@@ -139,10 +141,11 @@ def main() -> None:
                 for f in ("pdf", "xlsx", "csv", "json")
             ],
         ]
-        print(f"{'type':<24}{'format':<8}{'median s':>10}{'max s':>8}{'size KB':>9}")
         for report_type, fmt, extra in cases:
+            if only is not None and (report_type, fmt) not in only:
+                continue
             times, size = [], 0
-            for _ in range(args.repeat):
+            for _ in range(repeat):
                 body = {"type": report_type, "format": fmt, "reporting_period": PERIOD, **extra}
                 r = client.post("/v1/reports", json=body)
                 assert r.status_code == 202, r.text
@@ -152,12 +155,33 @@ def main() -> None:
                 report = client.get(f"/v1/reports/{r.json()['data']['id']}").json()["data"]
                 assert report["status"] == "complete", report
                 size = report["file_size_bytes"]
-            print(
-                f"{report_type:<24}{fmt:<8}{statistics.median(times):>10.3f}"
-                f"{max(times):>8.3f}{size / 1024:>9.1f}"
+            results["cases"].append(
+                {
+                    "type": report_type,
+                    "format": fmt,
+                    "median_s": statistics.median(times),
+                    "max_s": max(times),
+                    "size_kb": size / 1024,
+                }
             )
         client.close()
         app.state.db.dispose()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--buildings", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    results = measure(args.buildings, args.repeat)
+    print(f"portfolio: {args.buildings} buildings built in {results['build_seconds']:.1f} s")
+    print(f"{'type':<24}{'format':<8}{'median s':>10}{'max s':>8}{'size KB':>9}")
+    for c in results["cases"]:
+        print(
+            f"{c['type']:<24}{c['format']:<8}{c['median_s']:>10.3f}"
+            f"{c['max_s']:>8.3f}{c['size_kb']:>9.1f}"
+        )
 
 
 if __name__ == "__main__":

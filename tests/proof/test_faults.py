@@ -60,7 +60,8 @@ def test_drop_before_loses_the_connection_and_runs_nothing(
     faulty_service: FaultyFactory,
 ) -> None:
     service = faulty_service(rate=1.0, kinds=("drop_before",))
-    with service.client() as api, pytest.raises(httpx.RemoteProtocolError):
+    # Depending on timing the closed connection surfaces as a protocol error or a read reset.
+    with service.client() as api, pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
         api.post("/v1/properties", json=PROPERTY)
     assert count_rows(service, Property) == 0
 

@@ -28,7 +28,8 @@ from filelock import FileLock
 _BULK = re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch/?$")
 _REPORTS = re.compile(r"^/v1/reports/?$")
 # While a bucket is unknown, one request at a time goes out to learn it; after this long without an
-# answer another may try.
+# answer another may try. A probe records its process id, so a probe left by a process that died
+# (killed mid-request) is ignored at once instead of holding others back for the full time.
 PROBE_SECONDS = 5.0
 # Waiting a hair past the reset avoids arriving a moment before the server's window rolls over.
 RESET_MARGIN = 0.02
@@ -97,20 +98,56 @@ def _bucket(entry: dict[str, Any] | None) -> Bucket | None:
     )
 
 
-def plan(state: State, kinds: list[str], now: float, jitter: float = 0.0) -> tuple[float, State]:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (True when it cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt" or pid <= 0:
+        return True  # os.kill(pid, 0) is not a probe on Windows; fall back to the time limit
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists but belongs to someone else
+        return True
+    return True
+
+
+def _probing(entry: dict[str, Any] | None, now: float, alive: Callable[[int], bool]) -> float:
+    """Seconds left of another request's probe of an unknown bucket (0: none, or abandoned)."""
+    if not entry:
+        return 0.0
+    left = float(entry.get("probe_until", 0)) - now
+    owner = entry.get("pid")
+    if left > 0 and isinstance(owner, int) and not alive(owner):
+        return 0.0  # its process died before the answer came back
+    return max(0.0, left)
+
+
+def plan(
+    state: State,
+    kinds: list[str],
+    now: float,
+    jitter: float = 0.0,
+    *,
+    owner: int | None = None,
+    alive: Callable[[int], bool] = process_alive,
+) -> tuple[float, State]:
     """Take one token from every bucket in `kinds`, or none: returns (seconds to wait, new state).
 
     A wait of 0 means go (the tokens are taken); otherwise nothing is taken and the caller sleeps
-    and plans again. `jitter` in [0, 1) spreads waiters so they do not all wake at once."""
+    and plans again. `jitter` in [0, 1) spreads waiters so they do not all wake at once. A probe
+    this call starts records `owner` (the process id), so others can ignore it if that process
+    is gone (`alive`)."""
     new = {k: dict(v) for k, v in state.items()}
     wait = 0.0
     for kind in kinds:
         entry = new.get(kind)
         bucket = _bucket(entry)
         if bucket is None:
-            probe_until = float((entry or {}).get("probe_until", 0))
-            if now < probe_until:  # someone is already learning this bucket
-                wait = max(wait, min(0.05, probe_until - now))
+            probing = _probing(entry, now, alive)
+            if probing > 0:  # someone is already learning this bucket
+                wait = max(wait, min(0.05, probing))
             continue
         bucket = bucket.rolled(now)
         new[kind] = asdict(bucket)
@@ -123,6 +160,8 @@ def plan(state: State, kinds: list[str], now: float, jitter: float = 0.0) -> tup
         bucket = _bucket(new.get(kind))
         if bucket is None:
             new[kind] = {"probe_until": now + PROBE_SECONDS}
+            if owner is not None:
+                new[kind]["pid"] = owner
         else:
             new[kind] = asdict(replace(bucket, remaining=bucket.remaining - 1))
     return 0.0, new
@@ -249,7 +288,7 @@ class RateLimiter:
     def try_acquire(self, kinds: list[str]) -> float:
         """0 when the tokens were taken, else the seconds to wait before trying again."""
         with self.store.transaction() as box:
-            wait, box[0] = plan(box[0], kinds, self.clock(), self.rand())
+            wait, box[0] = plan(box[0], kinds, self.clock(), self.rand(), owner=os.getpid())
         return wait
 
     def update(self, headers: Mapping[str, str], taken: list[str], status: int) -> None:
