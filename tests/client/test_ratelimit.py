@@ -186,5 +186,8 @@ async def test_paced_client_hits_almost_no_429(tmp_path: Path) -> None:
     rate_limited = counter.statuses.count(429)
     # 46 requests at 10 a window span at least 5 windows; pacing should make 429s rare.
     assert rate_limited <= 2, counter.statuses
-    assert elapsed >= 3.0
+    # Unpaced, 46 loopback requests take ~0.5 s. Paced, they cross at least four window
+    # boundaries; how much of the first window is left when the run starts is chance, so the
+    # floor keeps a margin rather than assuming whole windows.
+    assert elapsed >= 2.0
     print(f"paced: {len(counter.statuses)} requests, {rate_limited} x 429, {elapsed:.1f} s")
