@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpsync.client.ratelimit import Bucket
 from bpsync.ingest.plan import (
@@ -112,3 +114,25 @@ def test_latency_bound_estimate():
 def test_chunks():
     assert chunks(0) == []
     assert chunks(1001) == [(0, 500), (500, 500), (1000, 1)]
+
+
+@given(
+    groups=st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=4), st.integers(0, 2_600), max_size=12
+    ),
+    headroom=st.sampled_from([0.0, 0.1, 0.5]),
+)
+@settings(max_examples=200, deadline=None)
+def test_every_reading_is_in_exactly_one_call_of_at_most_500(groups, headroom):
+    """Whatever the mix, each meter's readings are covered once, in order, in calls of <= 500."""
+    plan = make_plan(groups, default_limits(headroom=headroom))
+    planned = {mp.meter: mp for mp in plan.meters}
+    assert set(planned) == {m for m, n in groups.items() if n}
+    for meter, count in groups.items():
+        if not count:
+            continue
+        calls = sorted(planned[meter].calls, key=lambda c: c.offset)
+        assert all(1 <= c.size <= 500 for c in calls)
+        assert calls[0].offset == 0 and calls[-1].offset + calls[-1].size == count
+        assert all(a.offset + a.size == b.offset for a, b in itertools.pairwise(calls))
+    assert plan.readings == sum(groups.values())
