@@ -292,8 +292,8 @@ def _print(out: Any, lines: list[dict[str, Any]], portfolio: Any, rows: list[dic
             r["building"],
             _num(r["eui_kwh_m2"]),
             _num(r["carbon_kgco2e_m2"]),
-            _num(r["svc_score"]),
-            _num(r["energy_rating"]),
+            _score(r["svc_score"]),
+            _score(r["energy_rating"]),
             str(r["grade"] or "-"),
         )
     out.print(b)
@@ -308,3 +308,8 @@ def _print(out: Any, lines: list[dict[str, Any]], portfolio: Any, rows: list[dic
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
+
+
+def _score(value: float | None) -> str:
+    """Scores are whole points (1-100)."""
+    return "-" if value is None else f"{value:.0f}"
