@@ -16,6 +16,12 @@ def config_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
 
 
+def user_templates_dir() -> Path:
+    """Mapping templates the user saved (from `templates suggest --save` or the import wizard);
+    searched before the shipped ones."""
+    return config_dir() / "templates"
+
+
 def state_dir() -> Path:
     """The user state dir (rate-limit state, locks, opt-in file secrets); `BPSYNC_STATE_DIR`
     overrides it."""

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, DirectoryTree
 
+from bpsync.paths import user_templates_dir
 from bpsync.tui import messages as M
-from bpsync.tui.screens.wizard import user_templates_dir
 from tests.tui.conftest import Messages, Seeded, login, until
 from tests.tui.test_screens import SIZE, ids, make_app, rows, screen_name, text
 

@@ -32,16 +32,11 @@ from bpsync.ingest.templates import (
     save_template,
     suggest_template,
 )
-from bpsync.paths import config_dir
+from bpsync.paths import user_templates_dir
 
 FileArg = Annotated[
     Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The file to import")
 ]
-
-
-def user_templates_dir() -> Path:
-    """Templates the user saved (`templates suggest --save`); searched before the shipped ones."""
-    return config_dir() / "templates"
 
 
 def _note(state: Any) -> Any:

@@ -15,12 +15,12 @@ from typing import Annotated
 import typer
 
 import bpsync.cli as cli
-from bpsync.commands.imports import user_templates_dir
 from bpsync.config import ConfigError
 from bpsync.ingest.importer import ImportOptions
 from bpsync.ingest.plan import DEFAULT_HEADROOM
 from bpsync.ingest.problems import IngestError
 from bpsync.ingest.templates import load_template
+from bpsync.paths import user_templates_dir
 from bpsync.watch.core import RunResult, WatchConfig, Watcher, WatcherBusyError
 from bpsync.watch.log import WatchLog
 from bpsync.watch.rules import DEFAULT_IGNORE

@@ -50,7 +50,7 @@ from bpsync.ingest.readers import detect_format
 from bpsync.ingest.results import ImportSummary
 from bpsync.ingest.templates import FIELDS
 from bpsync.ingest.values import cell_text, header_key
-from bpsync.paths import config_dir
+from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
 from bpsync.tui.messages import SubmitProgress, WizardStep
 from bpsync.tui.screens.base import AppScreen
@@ -66,11 +66,6 @@ FOCUS = {
 }
 PREVIEW_ROWS = 20
 IMPORTABLE = {".csv", ".tsv", ".txt", ".xlsx", ".xlsm", ".xml"}
-
-
-def user_templates_dir() -> Path:
-    """Where templates saved from the wizard go (searched before the shipped ones)."""
-    return config_dir() / "templates"
 
 
 class ImportFiles(DirectoryTree):
