@@ -184,12 +184,32 @@ def test_rating_from_ratio(ratio: float, score: int) -> None:
 
 
 def test_energy_rating_eligibility() -> None:
-    median = 148.1 * 3.15459  # office, kWh/m²
-    assert bm.energy_rating(median * 0.7, "office", True) == bm.EnergyRating(79, True, True)
-    assert bm.energy_rating(median * 0.7, "office", False) == bm.EnergyRating(79, False, False)
-    assert bm.energy_rating(median, "office", True) == bm.EnergyRating(50, True, False)
+    median = 148.1 * 3.15459  # office, kWh/m² (table status U: no certification from it)
+    unconfirmed = "the national median is not confirmed against the current ENERGY STAR table"
+    rating = bm.energy_rating(median * 0.7, "office", True, "US")
+    assert rating == bm.EnergyRating(79, True, False, unconfirmed) and rating.indicative
+    assert bm.energy_rating(median * 0.7, "office", False) == bm.EnergyRating(
+        79, False, False, unconfirmed
+    )
+    assert bm.energy_rating(median, "office", True).score == 50
+    # Outside the US a score is only indicative, whatever the table says.
+    gb = bm.energy_rating(median * 0.7, "office", True, "GB")
+    assert gb.score == 79 and not gb.certification_eligible
+    assert gb.indicative_reason == "outside the US: indicative only"
     assert bm.energy_rating(median, "data_centre", True) == bm.EnergyRating(None, False, False)
     assert bm.energy_rating(None, "office", True) == bm.EnergyRating(None, False, False)
+
+
+def test_certification_needs_a_confirmed_median_and_a_us_building(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bpservice.domain.tables import Figure
+
+    confirmed = {"office": Figure(100.0, "test: a confirmed median", "V")}
+    monkeypatch.setattr(bm, "energy_rating_medians", lambda: confirmed)
+    median = 100.0 * 3.15459
+    assert bm.energy_rating(median * 0.7, "office", True, "US") == bm.EnergyRating(79, True, True)
+    assert not bm.energy_rating(median * 0.7, "office", True, "CA").certification_eligible
 
 
 # --- emissions ---------------------------------------------------------------------------------------
@@ -198,7 +218,7 @@ def test_energy_rating_eligibility() -> None:
 @pytest.mark.parametrize(
     ("country", "meter_type", "factor"),
     [
-        ("GB", "electricity", 0.20705),
+        ("GB", "electricity", 0.177),  # the latest set (DESNZ 2025)
         ("GB", "natural_gas", 0.1829),
         ("GB", "chp", 0.1829),  # CHP meters record the gas burnt
         ("GB", "fuel_oil", 74.21 / 293.071),  # fuel chemistry fallback
@@ -213,6 +233,36 @@ def test_energy_rating_eligibility() -> None:
 )
 def test_emission_factors(country: str, meter_type: str, factor: float) -> None:
     assert emissions.emission_factor(country, meter_type) == pytest.approx(factor, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("year", "factor", "set_name"),
+    [
+        (2023, 0.20705, "UK DESNZ conversion factors 2024"),  # earliest set held
+        (2024, 0.20705, "UK DESNZ conversion factors 2024"),
+        (2025, 0.177, "UK DESNZ conversion factors 2025"),
+        (2026, 0.177, "UK DESNZ conversion factors 2025"),  # latest set held
+    ],
+)
+def test_uk_factors_follow_the_reporting_year(year: int, factor: float, set_name: str) -> None:
+    figure = emissions.emission_figure("GB", "electricity", year)
+    assert (figure.value, figure.set_name) == (factor, set_name)
+    assert emissions.emission_factor("US", "electricity", year) == 0.39  # one US set
+
+
+def test_reporting_year_is_where_most_of_the_period_falls() -> None:
+    assert emissions.reporting_year(dt.date(2025, 1, 1), dt.date(2025, 12, 31)) == 2025
+    assert emissions.reporting_year(dt.date(2024, 4, 1), dt.date(2025, 3, 31)) == 2024
+    assert emissions.reporting_year(dt.date(2024, 9, 1), dt.date(2025, 8, 31)) == 2025
+
+
+def test_dec_prices_the_tm46_benchmark_with_tm46_factors() -> None:
+    # General office: 95 kWh/m² electricity x 0.55 + 120 kWh/m² fossil x 0.19 = 75.05 kgCO2/m².
+    assert epc.tm46_benchmark_intensity("office") == pytest.approx(75.05)
+    assert epc.operational_rating(75.05, "office") == 100
+    assert epc.operational_rating(37.5, "office") == 50
+    # Schools: 40 x 0.55 + 150 x 0.19 = 50.5.
+    assert epc.tm46_benchmark_intensity("education") == pytest.approx(50.5)
 
 
 @pytest.mark.parametrize(
@@ -333,7 +383,7 @@ def test_published_pathway_and_interpolation() -> None:
 def test_derived_pathways_scale_by_typical_intensity() -> None:
     us = pathways.pathway_for("US", "office")
     assert not us.published and us.name == "derived-1.5c-us-office"
-    expected_scale = (95 * 0.39 + 120 * 53.06 / 293.071) / (95 * 0.20705 + 120 * 0.1829)
+    expected_scale = (95 * 0.39 + 120 * 53.06 / 293.071) / (95 * 0.177 + 120 * 0.1829)
     assert us.value(2030) == pytest.approx(19.30 * expected_scale)
     de_retail = pathways.pathway_for("DE", "retail")
     assert de_retail.value(2025) == pytest.approx(36.30 * (165 * 0.56) / (95 * 0.56 + 120 * 0.24))

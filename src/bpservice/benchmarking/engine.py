@@ -88,7 +88,10 @@ def _figures(energy: bm.EnergyPeriod | None, gfa_m2: float, country: str) -> Fig
         energy.period,
         kwh,
         energy.site_kwh / gfa_m2,
-        emissions.annual_kgco2e(kwh, country) / gfa_m2,
+        emissions.annual_kgco2e(
+            kwh, country, emissions.reporting_year(energy.period.start, energy.period.end)
+        )
+        / gfa_m2,
         emissions.annual_source_kwh(kwh, country) / gfa_m2,
         energy.twelve_full_months,
     )
@@ -106,7 +109,7 @@ def _scores(
     peers = _peer_euis(session, building, country)
     svc = bm.svc_score(figures.eui, list(peers.values()))
     rating = bm.energy_rating(
-        figures.source_eui, building.primary_use_type, figures.twelve_full_months
+        figures.source_eui, building.primary_use_type, figures.twelve_full_months, country
     )
     scores: list[dict[str, Any]] = [
         {
@@ -122,6 +125,11 @@ def _scores(
             "score": rating.score,
             "eligible": rating.eligible,
             "certification_eligible": rating.certification_eligible,
+            # Extra fields (docs/decisions.md CS5): the method and whether the figure is
+            # only indicative, with the reason.
+            "method": "median_ratio",
+            "indicative": rating.indicative,
+            "indicative_reason": rating.indicative_reason,
             "calculated_at": stamp,
         },
     ]
@@ -212,6 +220,8 @@ def result_from(
         "data_quality_grade": current.quality.grade,
         "eui_kwh_m2": _r(figures.eui),
         "carbon_intensity_kgco2e_m2": _r(figures.carbon),
+        # Not in the spec's example; recorded in docs/decisions.md (CS6).
+        "source_eui_kwh_m2": _r(figures.source_eui),
         "scores": _scores(session, building, country, figures, calculated_at, now),
     }
 
@@ -278,7 +288,7 @@ def building_history(
             entry["svc_score"] = bm.svc_score(own.eui, others).score
         if want_rating:
             entry["energy_rating_score"] = bm.energy_rating(
-                own.source_eui, building.primary_use_type, own.twelve_full_months
+                own.source_eui, building.primary_use_type, own.twelve_full_months, country
             ).score
         history.append(entry)
     return history

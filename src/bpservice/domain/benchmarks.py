@@ -333,21 +333,47 @@ def median_source_eui_kwh_m2(use_type: str) -> float | None:
     return None if figure is None else figure.value * KWH_M2_PER_KBTU_FT2
 
 
+# ENERGY STAR scores and certification are US programmes (Canada runs its own models): a score
+# elsewhere is only indicative (docs/decisions.md CS5).
+CERTIFICATION_COUNTRIES = frozenset({"US"})
+
+
 @dataclass(frozen=True)
 class EnergyRating:
     score: int | None
     eligible: bool
     certification_eligible: bool
+    # Why a score can never support certification here (None when it can).
+    indicative_reason: str | None = None
+
+    @property
+    def indicative(self) -> bool:
+        return self.indicative_reason is not None
 
 
 def energy_rating(
-    source_eui_kwh_m2: float | None, use_type: str, twelve_full_months: bool
+    source_eui_kwh_m2: float | None,
+    use_type: str,
+    twelve_full_months: bool,
+    country: str = "US",
 ) -> EnergyRating:
-    """Indicative score whenever there is data and a median for the use type; `eligible` only
-    with 12 full months for every energy meter; certification at eligible and >= 75."""
-    median = median_source_eui_kwh_m2(use_type)
-    if source_eui_kwh_m2 is None or median is None:
+    """Score whenever there is data and a median for the use type; `eligible` only with 12 full
+    months for every energy meter. Certification needs eligible, >= 75, a US building and a
+    median confirmed against ENERGY STAR's current table (status V); otherwise the score is
+    indicative and says why."""
+    figure = energy_rating_medians().get(use_type)
+    if source_eui_kwh_m2 is None or figure is None:
         return EnergyRating(None, False, False)
-    score = rating_from_ratio(source_eui_kwh_m2 / median)
+    score = rating_from_ratio(source_eui_kwh_m2 / (figure.value * KWH_M2_PER_KBTU_FT2))
     eligible = twelve_full_months
-    return EnergyRating(score, eligible, eligible and score >= CERTIFICATION_SCORE)
+    reason = None
+    if country not in CERTIFICATION_COUNTRIES:
+        reason = "outside the US: indicative only"
+    elif figure.status != "V":
+        reason = "the national median is not confirmed against the current ENERGY STAR table"
+    return EnergyRating(
+        score,
+        eligible,
+        eligible and reason is None and score >= CERTIFICATION_SCORE,
+        reason,
+    )

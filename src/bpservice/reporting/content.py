@@ -19,7 +19,18 @@ from typing import Any
 from bpservice.domain import compliance
 from bpservice.domain.compliance import SQFT_PER_M2, BerdoResult, LL97Result
 from bpservice.reporting.catalogue import TEMPLATE_COLUMNS
-from bpservice.reporting.document import DASH, Column, Document, Facts, Note, Table, Value, number
+from bpservice.reporting.document import (
+    DASH,
+    Amount,
+    Column,
+    Document,
+    Facts,
+    FactValue,
+    Note,
+    Table,
+    Value,
+    number,
+)
 
 Entry = Mapping[str, Any]
 
@@ -204,8 +215,12 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
     if standard == "energy_rating":
         if score.get("score") is None:
             return ("Energy rating", "Not scored", "not eligible for a rating")
-        eligible = "eligible" if score.get("certification_eligible") else "not eligible"
-        return ("Energy rating", _out_of_100(score["score"]), f"certification {eligible}")
+        if score.get("indicative"):
+            detail = f"indicative: {score.get('indicative_reason')}"
+        else:
+            eligible = "eligible" if score.get("certification_eligible") else "not eligible"
+            detail = f"certification {eligible}"
+        return ("Energy rating", _out_of_100(score["score"]), detail)
     if standard == "eu_epc":
         return (
             "EU energy performance certificate",
@@ -258,6 +273,38 @@ def _energy_table(energy: Mapping[str, float]) -> Table:
     )
 
 
+def _period_mismatch(requested: Entry, used: Entry | None) -> str | None:
+    """A warning when the figures are not for the requested dates (a certificate always shows the
+    building's latest 12 months with data, docs/decisions.md CS9)."""
+    if not used or not used.get("start"):
+        return None
+    r0, r1 = _date(requested.get("start")), _date(requested.get("end"))
+    u0, u1 = _date(used.get("start")), _date(used.get("end"))
+    if (r0, r1) == (u0, u1):
+        return None
+    return (
+        f"The figures below are for the building's latest 12 months with data, {u0} to {u1}, "
+        f"not for the requested period {r0} to {r1}. No figures for the requested dates are "
+        "shown."
+    )
+
+
+def certificate_method(country: Any) -> str:
+    """What a benchmark certificate's figures rest on: the factor sets and methods, with years."""
+    from bpservice.domain import emissions
+
+    return (
+        "Energy use intensity = annual site energy / gross floor area. Carbon intensity = energy "
+        f"by carrier x emission factors for {country}: {emissions.factor_set_text(country)}. "
+        "Source energy = site energy x ENERGY STAR source-site ratios (US ratios; Canadian for "
+        "CA). Energy rating: the ratio of source EUI to the national median source EUI of the use "
+        "type, placed on a gamma distribution (the service's stated shape, not EPA's fitted "
+        "regression models); it is indicative everywhere, and certification eligibility is "
+        "never claimed outside the US or while the medians are unconfirmed. svc score: the "
+        "building's percentile among the service's own peers of the same use type and country."
+    )
+
+
 def benchmark_certificate(
     report: Entry, organisation: Entry, entry: Entry, history: Sequence[Entry]
 ) -> Document:
@@ -269,8 +316,8 @@ def benchmark_certificate(
     meta = [
         ("Certificate no.", str(report["id"])),
         ("Organisation", str(organisation.get("name"))),
-        ("Assessment period", _period_text(bench.get("reporting_period"))),
         ("Requested period", _period_text(report["period"])),
+        ("Assessment period used", _period_text(bench.get("reporting_period"))),
         ("Issued", _timestamp(report["generated_at"])),
     ]
     headline = Facts(
@@ -280,6 +327,12 @@ def benchmark_certificate(
             (
                 "Carbon intensity",
                 f"{number(bench.get('carbon_intensity_kgco2e_m2') or 0, 1)} kgCO2e/m²/yr",
+            ),
+            (
+                "Source energy use intensity",
+                f"{number(bench['source_eui_kwh_m2'], 1)} kWh/m²/yr"
+                if bench.get("source_eui_kwh_m2") is not None
+                else DASH,
             ),
             ("Data quality grade", str(bench.get("data_quality_grade"))),
             ("Annual energy", f"{number(row['annual_energy_kwh'] or 0)} kWh"),  # type: ignore[arg-type]
@@ -306,8 +359,13 @@ def benchmark_certificate(
         [Column("standard", "Standard"), Column("result", "Result"), Column("detail", "Detail")],
         [{"standard": s, "result": r, "detail": d} for s, r, d in scores],
     )
-    sections: list[Facts | Table | Note] = [headline, building, score_table]
+    sections: list[Facts | Table | Note] = []
+    mismatch = _period_mismatch(report["period"], bench.get("reporting_period"))
+    if mismatch:
+        sections.append(Note("Assessment period", mismatch, warning=True))
+    sections += [headline, building, score_table]
     sections.append(_energy_table(entry.get("energy_kwh") or {}))
+    sections.append(coverage_section(entry.get("coverage"), bench.get("data_quality_grade")))
     if history:
         sections.append(
             Table(
@@ -330,11 +388,15 @@ def benchmark_certificate(
                 ],
             )
         )
+    sections.append(Note("Method and factors", certificate_method(p.get("country"))))
     sections.append(
         Note(
-            None,
-            "Figures are annualised from the meter readings held by the service for the "
-            "assessment period; scores are the service's benchmark results at the time of issue.",
+            "Important",
+            "An estimate prepared from the meter readings held by the service over the assessment "
+            "period shown; scores are the service's benchmark results at the time of issue. It is "
+            "not an ENERGY STAR certification, a Display Energy Certificate or an energy "
+            "performance certificate lodged by an accredited assessor, and no deductions, "
+            "renewable energy credits or adjustments have been applied.",
         )
     )
     return Document(
@@ -631,10 +693,51 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
 
 # --- LL97 and BERDO ------------------------------------------------------------------------------
 
+_AUTHORITY = {
+    "compliance_ll97": "the NYC Department of Buildings",
+    "compliance_berdo": "the City of Boston",
+}
+
 
 def compliance_year(report: Entry) -> int:
-    """The calendar year assessed: the year in which the reporting period ends."""
+    """The calendar year assessed (the requested period is exactly that year: CS3)."""
     return _date(report["period"]["end"]).year  # type: ignore[union-attr]
+
+
+def _scheme(report_type: str) -> str:
+    return compliance.LL97 if report_type == "compliance_ll97" else compliance.BERDO
+
+
+def _applicability(report_type: str, building: Entry, prop: Entry) -> compliance.Applicability:
+    areas = compliance.areas_by_use_type(
+        building["gfa_m2"], building["primary_use_type"], building.get("use_types")
+    )
+    return compliance.applicability(
+        _scheme(report_type),
+        country=prop.get("country"),
+        state=prop.get("state"),
+        city=prop.get("city"),
+        gfa_m2=float(building["gfa_m2"]),
+        use_types=[u for u, _ in areas],
+    )
+
+
+def check_compliance_request(
+    report_type: str, report: Entry, building: Entry, prop: Entry
+) -> compliance.Applicability:
+    """The rules every LL97/BERDO document rests on (raises ComplianceError): a calendar year the
+    tables cover, and a building the law covers."""
+    period = report["period"]
+    year = compliance.require_calendar_year(_date(period["start"]), _date(period["end"]))  # type: ignore[arg-type]
+    if report_type == "compliance_ll97":
+        compliance.ll97_period(year)
+    else:
+        compliance.berdo_period_index(year)
+        compliance.berdo_electricity(year)
+    result = _applicability(report_type, building, prop)
+    if not result.applicable:
+        raise compliance.ComplianceError("not_applicable", f"Not applicable: {result.reason}")
+    return result
 
 
 def _require_energy(entry: Entry) -> None:
@@ -642,18 +745,68 @@ def _require_energy(entry: Entry) -> None:
         raise NoData("The building has no energy data for the reporting period.")
 
 
-def _building_facts(entry: Entry) -> Facts:
+def _building_facts(entry: Entry, coverage_rule: compliance.Applicability | None = None) -> Facts:
     b, p = entry["building"], entry["property"]
-    return Facts(
-        "Building",
+    items: list[tuple[str, FactValue]] = [
+        ("Building", f"{b['name']} ({b['id']})"),
+        ("Property", f"{p['name']}, {_address(p)}"),
+        (
+            "Gross floor area",
+            f"{number(b['gfa_m2'])} m² ({number(b['gfa_m2'] * SQFT_PER_M2)} ft²)",
+        ),
+    ]
+    if coverage_rule is not None:
+        items.append(("Coverage rule", coverage_rule.threshold))
+        items.append(("This building", coverage_rule.reason))
+    return Facts("Building", items)
+
+
+def coverage_section(coverage: Entry | None, grade: Any) -> Table:
+    """Which months the figures rest on, per energy meter (months not fully covered by readings
+    are estimated by scaling the meter's recorded energy to the whole period)."""
+    coverage = coverage or {}
+    months = coverage.get("months") or 0
+    rows: list[dict[str, Value]] = [
+        {
+            "meter": _label(str(m["meter_type"])),
+            "complete": m["complete_months"],
+            "estimated": m["estimated_months"],
+            "days": f"{m['covered_days']} of {m['period_days']}",
+            "readings": m["readings"],
+            "flagged": m["flagged_readings"],
+        }
+        for m in coverage.get("meters") or []
+    ]
+    estimated = any(m["estimated_months"] for m in coverage.get("meters") or [])
+    note = f"Data-quality grade {grade or DASH}. " + (
+        "Months not fully covered by readings are estimated: the meter's recorded energy is "
+        "scaled up to the whole period by days covered."
+        if estimated
+        else f"Every energy meter has readings for all {months} months."
+    )
+    return Table(
+        "Coverage",
+        f"Data coverage ({_period_text(coverage.get('period'))})",
         [
-            ("Building", f"{b['name']} ({b['id']})"),
-            ("Property", f"{p['name']}, {_address(p)}"),
-            (
-                "Gross floor area",
-                f"{number(b['gfa_m2'])} m² ({number(b['gfa_m2'] * SQFT_PER_M2)} ft²)",
-            ),
+            Column("meter", "Energy meter"),
+            Column("complete", "Months fully metered", "integer"),
+            Column("estimated", "Months estimated", "integer"),
+            Column("days", "Days with readings"),
+            Column("readings", "Readings", "integer"),
+            Column("flagged", "Flagged readings", "integer"),
         ],
+        rows,
+        note=note,
+    )
+
+
+def _disclaimer(report_type: str) -> Note:
+    return Note(
+        "Important",
+        "This is an estimate prepared from the meter readings held by the service, not a filing "
+        f"with {_AUTHORITY[report_type]} and not a report certified by a registered design "
+        "professional. No deductions, renewable energy credits, offsets, adjustments or "
+        "exemptions have been applied.",
     )
 
 
@@ -683,59 +836,57 @@ def _source_table(sources: Sequence[compliance.SourceLine], decimals: int, schem
         }
         for s in sources
     ]
+    columns = [
+        Column("source", "Meter type"),
+        Column("factor_source", "Counted as"),
+        Column("kwh", "Energy", "number", 0, "kWh"),
+        Column("quantity", "Quantity", "number", 1),
+        Column("unit", "Unit"),
+        Column("factor", "Factor", "number", decimals),
+        Column("factor_unit", "Factor unit"),
+        Column("tco2e", "Emissions", "number", 2, "tCO2e"),
+    ]
+    details = [f"{_label(s.meter_type)}: {s.factor_detail}" for s in sources if s.factor_detail]
     return Table(
         "Emissions",
         f"Emissions by energy source ({scheme})",
-        [
-            Column("source", "Meter type"),
-            Column("factor_source", "Counted as"),
-            Column("kwh", "Energy", "number", 0, "kWh"),
-            Column("quantity", "Quantity", "number", 1),
-            Column("unit", "Unit"),
-            Column("factor", "Factor", "number", decimals),
-            Column("factor_unit", "Factor unit"),
-            Column("tco2e", "Emissions", "number", 2, "tCO2e"),
-        ],
+        columns,
         rows,
         totals={
             "source": "Total",
             "kwh": sum(s.kwh for s in sources),
             "tco2e": sum(s.tco2e or 0 for s in sources),
         },
+        note="; ".join(details) or None,
     )
 
 
-def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -> Document:
-    verdict = "Within the limit" if r.compliant else "Over the limit"
-    result = Facts(
-        f"Result for calendar year {r.year} (compliance period {r.period})",
-        [
-            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
-            ("Emissions limit", f"{number(r.limit_tco2e, 2)} tCO2e"),
-            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
-            (
-                "Estimated annual penalty",
-                f"${number(r.penalty_usd, 2)} (${number(r.penalty_usd_per_tco2e)} per tCO2e)",
-            ),
-            ("Status", verdict),
-        ],
-        emphasis=True,
-    )
-    limits = Table(
-        "Limit",
-        "Emissions limit by occupancy group",
+def _compliance_meta(report: Entry, organisation: Entry, year: int) -> list[tuple[str, str]]:
+    return [
+        ("Report", str(report["id"])),
+        ("Organisation", str(organisation.get("name") or organisation.get("id"))),
+        ("Requested period", _period_text(report["period"])),
+        ("Assessment period used", f"calendar year {year} ({year}-01-01 to {year}-12-31)"),
+        ("Generated", _timestamp(report["generated_at"])),
+    ]
+
+
+def _ll97_limit_table(name: str, title: str, r: LL97Result, heading: str) -> Table:
+    return Table(
+        name,
+        title,
         [
             Column("use_type", "Use type"),
-            Column("group", "Occupancy group"),
+            Column("category", heading),
             Column("area_m2", "Area", "number", 0, "m²"),
             Column("area_sqft", "Area", "number", 0, "ft²"),
-            Column("limit", "Limit", "number", 5, "tCO2e/ft²"),
+            Column("limit", "Limit", "number", 9, "tCO2e/ft²"),
             Column("allowed", "Limit", "number", 2, "tCO2e"),
         ],
         [
             {
                 "use_type": _label(a.use_type),
-                "group": a.category_label,
+                "category": a.category_label,
                 "area_m2": a.area_m2,
                 "area_sqft": a.area_sqft,
                 "limit": a.limit_per_sqft,
@@ -750,34 +901,102 @@ def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -
             "allowed": r.limit_tco2e,
         },
     )
-    sections: list[Facts | Table | Note] = [
-        result,
-        _building_facts(entry),
-        _source_table(r.sources, 9, "LL97 carbon coefficients"),
-        limits,
+
+
+def _ll97_figures(r: LL97Result) -> list[tuple[str, FactValue]]:
+    return [
+        ("Emissions limit", Amount(r.limit_tco2e, 2, "tCO2e")),
+        ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
+        (
+            "Estimated annual penalty",
+            Amount(
+                r.penalty_usd, 2, usd=True, detail=f"(${r.penalty_usd_per_tco2e:,.0f} per tCO2e)"
+            ),
+        ),
+        ("Status", "Within the limit" if r.compliant else "Over the limit"),
     ]
+
+
+def _ll97_doc(
+    report: Entry,
+    organisation: Entry,
+    entry: Entry,
+    r: LL97Result,
+    rule: compliance.Applicability | None = None,
+) -> Document:
+    result = Facts(
+        f"Result for calendar year {r.year} (compliance period {r.period})",
+        [
+            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            *_ll97_figures(r),
+            ("Limits", "by Portfolio Manager property type (1 RCNY §103-14)"),
+        ],
+        emphasis=True,
+    )
+    sections: list[Facts | Table | Note] = [result]
+    if r.alternative is not None:
+        alt = r.alternative
+        sections.append(
+            Facts(
+                f"Option for {r.year}: limits by occupancy group",
+                [
+                    *_ll97_figures(alt),
+                    (
+                        "Note",
+                        "For calendar years 2024 and 2025 an owner may compute the limit from the "
+                        "statute's occupancy groups (§28-320.3.1) instead of Portfolio Manager "
+                        "property types; from 2026 only property types may be used.",
+                    ),
+                ],
+            )
+        )
+    sections += [
+        _building_facts(entry, rule),
+        coverage_section(entry.get("coverage"), entry["building"].get("data_quality_grade")),
+        _source_table(r.sources, 9, "LL97 carbon coefficients"),
+        _ll97_limit_table(
+            "Limit",
+            "Emissions limit by Portfolio Manager property type (1 RCNY §103-14)",
+            r,
+            "Property type",
+        ),
+    ]
+    if r.alternative is not None:
+        sections.append(
+            _ll97_limit_table(
+                "Limit (occupancy group)",
+                "Emissions limit by occupancy group (2024-2025 option, §28-320.3.1)",
+                r.alternative,
+                "Occupancy group",
+            )
+        )
     note = _not_covered_note(r.not_covered, "LL97")
     if note:
         sections.append(note)
+    type_map = ", ".join(
+        f"{_label(u).lower()} {t}"
+        for u, t in compliance.ll97_table()["use_type_property_types"].items()
+    )
     sections.append(
         Note(
             "Method",
-            "Emissions = electricity (kWh) x coefficient + fuels and steam (kBtu) x coefficient. "
-            "Limit = sum over occupancy groups of gross floor area (ft²) x the group's limit "
-            "(NYC Admin. Code §28-320.3). Excess = emissions above the limit; penalty = excess x "
-            "$268 per tCO2e (§28-320.6). Energy is annualised for the 12 months ending with the "
-            "reporting period. Use types map to occupancy groups as recorded in the service's "
-            "decisions (office B, retail M, residential R-2, hotel R-1, healthcare B/H/I-2/I-3, "
-            "education E, industrial F, warehouse S, data centre and laboratory B, restaurant, "
-            "assembly and leisure A).",
+            f"Calendar year {r.year}, compliance period {r.period}. Emissions = grid electricity "
+            "(kWh) x its coefficient + natural gas, fuel oil and district steam (kBtu) x their "
+            f"coefficients; {r.factor_set}. Limit = sum over the building's uses of gross floor "
+            f"area (ft²) x the limit of its Portfolio Manager property type for {r.period} "
+            "(1 RCNY §103-14); use types map to property types as: "
+            f"{type_map}. Excess = emissions above the limit; penalty = excess x $268 per tCO2e "
+            "(§28-320.6). Energy is the metered energy of the calendar year; months without full "
+            "readings are estimated as shown under Data coverage.",
         )
     )
+    sections.append(_disclaimer("compliance_ll97"))
     title = TYPE_TITLES["compliance_ll97"]
     data = _json_meta(report, organisation, title)
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
-        _meta(report, organisation),
+        _compliance_meta(report, organisation, r.year),
         sections,
         sources=compliance.sources_cited("ll97"),
         data=data,
@@ -785,26 +1004,36 @@ def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -
 
 
 def compliance_ll97(report: Entry, organisation: Entry, entry: Entry) -> Document:
-    _require_energy(entry)
     b = entry["building"]
+    rule = check_compliance_request("compliance_ll97", report, b, entry["property"])
+    _require_energy(entry)
     areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
     result = compliance.ll97_assess(entry["energy_kwh"], areas, compliance_year(report))
-    return _ll97_doc(report, organisation, entry, result)
+    return _ll97_doc(report, organisation, entry, result, rule)
 
 
-def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult) -> Document:
-    verdict = "Meets the standard" if r.compliant else "Exceeds the standard"
+def _berdo_doc(
+    report: Entry,
+    organisation: Entry,
+    entry: Entry,
+    r: BerdoResult,
+    rule: compliance.Applicability | None = None,
+) -> Document:
+    if not r.standards_in_force:
+        verdict = "Standards not yet in force for this building (reporting only)"
+    else:
+        verdict = "Meets the standard" if r.compliant else "Exceeds the standard"
     result = Facts(
         f"Result for calendar year {r.year} (compliance period {r.period})",
         [
-            ("Emissions intensity", f"{number(r.intensity_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
-            ("Emissions standard", f"{number(r.standard_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
-            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
-            ("Allowed emissions", f"{number(r.allowed_tco2e, 2)} tCO2e"),
-            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
+            ("Emissions intensity", Amount(r.intensity_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
+            ("Emissions standard", Amount(r.standard_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
+            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            ("Allowed emissions", Amount(r.allowed_tco2e, 2, "tCO2e")),
+            ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
             (
                 "Alternative compliance payment",
-                f"${number(r.acp_usd, 2)} (${number(r.acp_usd_per_tco2e)} per tCO2e)",
+                Amount(r.acp_usd, 2, usd=True, detail=f"(${r.acp_usd_per_tco2e:,.0f} per tCO2e)"),
             ),
             ("Status", verdict),
         ],
@@ -840,9 +1069,14 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
             "allowed": r.allowed_tco2e,
         },
     )
-    sections: list[Facts | Table | Note] = [
-        result,
-        _building_facts(entry),
+    sections: list[Facts | Table | Note] = [result]
+    for text in r.notes:
+        sections.append(Note("Standards phase-in", text, warning=True))
+    if rule is not None and rule.caveat:
+        sections.append(Note("Coverage to confirm", rule.caveat, warning=True))
+    sections += [
+        _building_facts(entry, rule),
+        coverage_section(entry.get("coverage"), entry["building"].get("data_quality_grade")),
         _source_table(r.sources, 2, "BERDO emission factors"),
         standards,
     ]
@@ -852,19 +1086,23 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
     sections.append(
         Note(
             "Method",
-            "Emissions = energy (MMBtu) x the BERDO emission factor for each source; intensity = "
-            "emissions / gross floor area (ft²). A building with several uses is held to the "
-            "floor-area-weighted blend of its building types' standards. Grid electricity uses "
-            "the latest factor published for the year or an earlier one (2025, 2027, 2030, 2050 "
-            "in the cited table). Energy is annualised for the 12 months ending with the "
-            "reporting period.",
+            f"Calendar year {r.year}, compliance period {r.period}. Grid electricity emissions = "
+            "usage (MWh) x (1 - R) x E, where E is BERDO's grid emissions factor for the year and R "
+            f"the Massachusetts RPS Class I share for the year (for {r.year}: E = "
+            f"{r.grid_kgco2e_per_mwh:g} kgCO2e/MWh, R = {r.rps_class_i:.0%}); other energy = "
+            f"usage (MMBtu) x the BERDO factor for the fuel. Factor set: {r.factor_set}. Intensity "
+            "= emissions / gross floor area (ft²); a building with several uses is held to the "
+            "floor-area-weighted blend of its building types' standards (ordinance Table 1). "
+            "Energy is the metered energy of the calendar year; months without full readings are "
+            "estimated as shown under Data coverage.",
         )
     )
+    sections.append(_disclaimer("compliance_berdo"))
     title = TYPE_TITLES["compliance_berdo"]
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
-        _meta(report, organisation),
+        _compliance_meta(report, organisation, r.year),
         sections,
         sources=compliance.sources_cited("berdo"),
         data=_json_meta(report, organisation, title),
@@ -872,11 +1110,17 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
 
 
 def compliance_berdo(report: Entry, organisation: Entry, entry: Entry) -> Document:
-    _require_energy(entry)
     b = entry["building"]
+    rule = check_compliance_request("compliance_berdo", report, b, entry["property"])
+    _require_energy(entry)
     areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
-    result = compliance.berdo_assess(entry["energy_kwh"], areas, compliance_year(report))
-    return _berdo_doc(report, organisation, entry, result)
+    result = compliance.berdo_assess(
+        entry["energy_kwh"],
+        areas,
+        compliance_year(report),
+        gross_sqft=float(b["gfa_m2"]) * SQFT_PER_M2,
+    )
+    return _berdo_doc(report, organisation, entry, result, rule)
 
 
 # --- custom --------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from reportlab.platypus import (
 )
 from reportlab.platypus import Table as PdfTable
 
-from bpservice.reporting.document import Document, Facts, Note, Table, format_value
+from bpservice.reporting.document import Document, Facts, Note, Table, fact_text, format_value
 
 INK = colors.HexColor("#1f2933")
 ACCENT = colors.HexColor("#0b6e4f")
@@ -54,6 +54,8 @@ STYLES = {
         textColor=ACCENT,
         spaceBefore=8,
         spaceAfter=4,
+        # A heading never ends a page alone: it moves with the block it introduces.
+        keepWithNext=1,
     ),
     "body": ParagraphStyle("body", parent=_base["Normal"], fontSize=9, leading=12, textColor=INK),
     "small": ParagraphStyle(
@@ -115,7 +117,9 @@ def _p(text: str, style: str) -> Paragraph:
 
 def _facts(block: Facts, width: float) -> list[Any]:
     value_style = "fact_big" if block.emphasis else "fact_value"
-    rows = [[_p(label, "fact_label"), _p(value, value_style)] for label, value in block.items]
+    rows = [
+        [_p(label, "fact_label"), _p(fact_text(value), value_style)] for label, value in block.items
+    ]
     table = PdfTable(rows, colWidths=[width * 0.32, width * 0.68])
     style = [
         ("VALIGN", (0, 0), (-1, -1), "MIDDLE"),
