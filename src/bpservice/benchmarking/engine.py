@@ -308,7 +308,13 @@ def portfolio_result(
     """The GFA-weighted aggregate over the environment's buildings on active properties.
     `property_ids` restricts it to the properties a caller may see (None: all)."""
     rows = session.execute(
-        select(Building, Property.country, BenchmarkSummary.kwh_by_type)
+        select(
+            Building,
+            Property.country,
+            BenchmarkSummary.kwh_by_type,
+            BenchmarkSummary.period_start,
+            BenchmarkSummary.period_end,
+        )
         .join(Property, Property.id == Building.property_id)
         .outerjoin(BenchmarkSummary, BenchmarkSummary.building_id == Building.id)
         .where(
@@ -320,15 +326,17 @@ def portfolio_result(
     ).all()
     groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     site: dict[str, tuple[float, float]] = {}  # building -> (site kWh, kgCO2e), annual
-    for building, ctry, kwh in rows:
+    for building, ctry, kwh, start, end in rows:
         if kwh:
-            site[building.id] = (sum(kwh.values()), emissions.annual_kgco2e(kwh, ctry))
+            # Each building's own reporting year picks its factor set, as in its own result.
+            year = emissions.reporting_year(start, end) if start and end else None
+            site[building.id] = (sum(kwh.values()), emissions.annual_kgco2e(kwh, ctry, year))
             groups[(building.primary_use_type, ctry)][building.id] = (
                 site[building.id][0] / building.gfa_m2
             )
     selected = [
         (b, ctry)
-        for b, ctry, _ in rows
+        for b, ctry, *_ in rows
         if (use_type is None or b.primary_use_type == use_type)
         and (country is None or ctry == country)
         and (min_grade is None or at_least(b.data_quality_grade, min_grade))

@@ -506,7 +506,7 @@ def berdo_assess(
                     factor,
                     "kgCO2e/MWh",
                     mwh * factor / 1000,
-                    f"E {grid:g} kgCO2e/MWh x (1 - R {rps:.0%} RPS Class I)",
+                    f"E = {grid:g} kgCO2e/MWh x (1 - R), R = {rps:.0%} RPS Class I",
                 )
             )
             continue

@@ -59,7 +59,9 @@ def factor_set_text(country: str | None, year: int | None = None) -> str:
     parts = []
     for source in ("electricity", "natural_gas"):
         figure = emission_figure(country, source, year)
-        parts.append(f"{source.replace('_', ' ')} {figure.value:g} kgCO2e/kWh ({figure.set_name})")
+        parts.append(
+            f"{source.replace('_', ' ')} {figure.value:.4g} kgCO2e/kWh ({figure.set_name})"
+        )
     return "; ".join(parts) + "; other fuels by fuel chemistry (US EPA / BERDO factors)"
 
 

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bpservice.domain import compliance
+from bpservice.domain import compliance, emissions
 from bpservice.domain.compliance import SQFT_PER_M2, BerdoResult, LL97Result
 from bpservice.reporting.catalogue import TEMPLATE_COLUMNS
 from bpservice.reporting.document import (
@@ -204,7 +204,9 @@ def _out_of_100(value: Any) -> str:
 def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
     standard = str(score.get("standard"))
     if standard == "svc":
-        peers = f"{score.get('peer_count')} peer building(s) in group {score.get('peer_group')}"
+        peers = (
+            f"{score.get('peer_count')} peer building(s): {_peer_label(score.get('peer_group'))}"
+        )
         if score.get("score") is None:
             return ("svc benchmark", "Not scored", f"too few peers to score: {peers}")
         return (
@@ -238,7 +240,7 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
             "Decarbonisation pathway",
             f"Stranding {year(score.get('stranding_year_1_5c'))} (1.5 °C)",
             f"{year(score.get('stranding_year_2c'))} under 2 °C; current {current} vs target "
-            f"{target} kgCO2e/m² ({score.get('pathway')})",
+            f"{target} kgCO2e/m² ({_pathway_label(score.get('pathway'))})",
         )
     if standard == "regional_rating":
         if not score.get("applicable"):
@@ -248,9 +250,32 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
         result = (
             "Not rated" if value is None else f"{value}" + (f" (band {grade})" if grade else "")
         )
-        return ("Regional rating", result, str(score.get("scheme") or ""))
+        return ("Regional rating", result, _SCHEME_LABELS.get(str(score.get("scheme")), ""))
     value = score.get("score", score.get("grade", ""))
     return (_label(standard), str(value), "")
+
+
+_SCHEME_LABELS = {
+    "uk_dec": "UK Display Energy Certificate operational rating (CIBSE TM46 benchmark)",
+}
+
+
+def _peer_label(group: Any) -> str:
+    """'office:GB' -> 'office buildings in GB' (the API's group id is not for documents)."""
+    use, _, country = str(group or "").partition(":")
+    return f"{_label(use).lower()} buildings in {country}" if country else str(group or "")
+
+
+def _pathway_label(name: Any) -> str:
+    """'crrem-v2.05-1.5c-gb-office' -> 'CRREM v2.05 1.5 °C pathway, GB office'; derived
+    pathways say so."""
+    parts = str(name or "").split("-")
+    if len(parts) == 5 and parts[0] == "crrem":
+        return f"CRREM {parts[1]} 1.5 °C pathway, {parts[3].upper()} {parts[4]}"
+    if len(parts) >= 4 and parts[0] == "derived":
+        use = " ".join(parts[3:]).replace("_", " ")
+        return f"derived from the CRREM UK office 1.5 °C pathway for {parts[2].upper()} {use}"
+    return str(name or "")
 
 
 def _energy_table(energy: Mapping[str, float]) -> Table:
@@ -289,13 +314,13 @@ def _period_mismatch(requested: Entry, used: Entry | None) -> str | None:
     )
 
 
-def certificate_method(country: Any) -> str:
+def certificate_method(country: Any, year: int | None) -> str:
     """What a benchmark certificate's figures rest on: the factor sets and methods, with years."""
-    from bpservice.domain import emissions
-
     return (
         "Energy use intensity = annual site energy / gross floor area. Carbon intensity = energy "
-        f"by carrier x emission factors for {country}: {emissions.factor_set_text(country)}. "
+        f"by carrier x emission factors for {country}"
+        + (f" (factor sets for reporting year {year})" if year else "")
+        + f": {emissions.factor_set_text(country, year)}. "
         "Source energy = site energy x ENERGY STAR source-site ratios (US ratios; Canadian for "
         "CA). Energy rating: the ratio of source EUI to the national median source EUI of the use "
         "type, placed on a gamma distribution (the service's stated shape, not EPA's fitted "
@@ -388,7 +413,13 @@ def benchmark_certificate(
                 ],
             )
         )
-    sections.append(Note("Method and factors", certificate_method(p.get("country"))))
+    used = bench.get("reporting_period") or {}
+    year = (
+        emissions.reporting_year(_date(used["start"]), _date(used["end"]))  # type: ignore[arg-type]
+        if used.get("start") and used.get("end")
+        else None
+    )
+    sections.append(Note("Method and factors", certificate_method(p.get("country"), year)))
     sections.append(
         Note(
             "Important",
@@ -434,7 +465,8 @@ def _require_entries(entries: Sequence[Entry], filters: Mapping[str, Any] | None
 def portfolio_totals(rows: Sequence[Mapping[str, Value]]) -> dict[str, Value]:
     """The totals row: sums of quantities, area-weighted means of intensities and scores."""
     svc = _weighted(rows, "svc_score")
-    rating = _weighted(rows, "energy_rating_score")
+    # The energy rating is a US model: its average is over US buildings only (CS11).
+    rating = _weighted([r for r in rows if r.get("country") == "US"], "energy_rating_score")
     return {
         "property_name": "Total",
         "building_name": f"{len(rows)} buildings",
@@ -453,11 +485,14 @@ def portfolio_summary(
 ) -> Document:
     filters = report.get("filters")
     _require_entries(entries, filters)
-    rows = [building_row(e) for e in entries]
-    rows.sort(
-        key=lambda r: (str(r["property_name"]), str(r["building_name"]), str(r["building_id"]))
-    )
+    ordered = sorted_entries(entries)
+    rows = [building_row(e) for e in ordered]
+    for row, entry in zip(rows, ordered, strict=True):
+        period = (entry.get("benchmark") or {}).get("reporting_period")
+        row["assessment_period"] = _months_text(period)
     columns = [TEMPLATE_COLUMNS[k].column for k in _PORTFOLIO_COLUMNS]
+    grade_at = _PORTFOLIO_COLUMNS.index("data_quality_grade") + 1
+    columns.insert(grade_at, Column("assessment_period", "Assessment period"))
     totals = portfolio_totals(rows)
     with_data = sum(1 for r in rows if r["eui_kwh_m2"] is not None)
     facts: list[tuple[str, str]] = [
@@ -496,10 +531,60 @@ def portfolio_summary(
                 rows,
                 totals=totals,
                 note="Totals: sums of floor area, energy and emissions; EUI, carbon intensity and "
-                "scores are floor-area-weighted means over the buildings that have them.",
+                "the svc score are floor-area-weighted means over the buildings that have them; "
+                "the energy rating total is over US buildings only.",
             ),
+            Note("Method and factors", portfolio_method(rows)),
         ],
         data=_json_meta(report, organisation, title),
+    )
+
+
+def sorted_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Entries in the order of their rows: property name, building name, building id."""
+    return sorted(
+        entries,
+        key=lambda e: (
+            str(e["property"]["name"]),
+            str(e["building"]["name"]),
+            str(e["building"]["id"]),
+        ),
+    )
+
+
+def _months_text(period: Mapping[str, Any] | None) -> str | None:
+    if not period or not period.get("start"):
+        return None
+    start, end = _date(period["start"]), _date(period["end"])
+    return f"{start:%Y-%m} to {end:%Y-%m}"
+
+
+def portfolio_method(rows: Sequence[Mapping[str, Value]]) -> str:
+    """The method and factor sets behind a portfolio summary, per country present."""
+    countries = sorted({str(r["country"]) for r in rows if r.get("country")})
+    sets = []
+    for country in countries:
+        years = sorted(
+            {
+                emissions.reporting_year(r["reporting_period_start"], r["reporting_period_end"])  # type: ignore[arg-type]
+                for r in rows
+                if r.get("country") == country and r.get("reporting_period_start")
+            }
+        )
+        for year in years or [None]:
+            label = f"{country} {year}" if year else country
+            sets.append(f"{label}: {emissions.factor_set_text(country, year)}")
+    return (
+        "Each row is the building's latest 12 months with data (its assessment period, shown per "
+        "row); energy in months without full readings is estimated by scaling. Carbon intensity "
+        "uses location-based emission factors of the building's country, from the factor set of "
+        "the reporting year (the calendar year holding most of the period): "
+        + "; ".join(sets)
+        + ". The energy rating is the service's indicative rating against US national medians "
+        "(see each certificate); the svc score is a percentile among the service's own peers. "
+        "These carbon figures differ from an LL97 or BERDO assessment of the same building, "
+        "which uses the law's own coefficients (e.g. LL97 0.000288962 tCO2e/kWh for grid "
+        "electricity, BERDO's yearly grid factor less the RPS share) over a calendar year."
     )
 
 
@@ -800,6 +885,25 @@ def coverage_section(coverage: Entry | None, grade: Any) -> Table:
     )
 
 
+def _estimate_warning(coverage: Entry | None) -> Note | None:
+    """A warning on the first page when any figure rests on estimated months."""
+    estimated = [
+        f"{_label(str(m['meter_type'])).lower()} {m['estimated_months']} of "
+        f"{(coverage or {}).get('months')} months"
+        for m in (coverage or {}).get("meters") or []
+        if m["estimated_months"]
+    ]
+    if not estimated:
+        return None
+    return Note(
+        "Estimated months",
+        "Part of this year is not covered by meter readings (" + "; ".join(estimated) + "). "
+        "The energy of those months is estimated by scaling the readings held to the whole "
+        "year, so the result is an estimate until the year's readings are complete.",
+        warning=True,
+    )
+
+
 def _disclaimer(report_type: str) -> Note:
     return Note(
         "Important",
@@ -934,6 +1038,9 @@ def _ll97_doc(
         emphasis=True,
     )
     sections: list[Facts | Table | Note] = [result]
+    warning = _estimate_warning(entry.get("coverage"))
+    if warning:
+        sections.append(warning)
     if r.alternative is not None:
         alt = r.alternative
         sections.append(
@@ -973,10 +1080,7 @@ def _ll97_doc(
     note = _not_covered_note(r.not_covered, "LL97")
     if note:
         sections.append(note)
-    type_map = ", ".join(
-        f"{_label(u).lower()} {t}"
-        for u, t in compliance.ll97_table()["use_type_property_types"].items()
-    )
+    type_map = ", ".join(sorted({f"{_label(a.use_type).lower()} as {a.category}" for a in r.areas}))
     sections.append(
         Note(
             "Method",
@@ -984,8 +1088,7 @@ def _ll97_doc(
             "(kWh) x its coefficient + natural gas, fuel oil and district steam (kBtu) x their "
             f"coefficients; {r.factor_set}. Limit = sum over the building's uses of gross floor "
             f"area (ft²) x the limit of its Portfolio Manager property type for {r.period} "
-            "(1 RCNY §103-14); use types map to property types as: "
-            f"{type_map}. Excess = emissions above the limit; penalty = excess x $268 per tCO2e "
+            f"(1 RCNY §103-14), this building's uses counted {type_map}. Excess = emissions above the limit; penalty = excess x $268 per tCO2e "
             "(§28-320.6). Energy is the metered energy of the calendar year; months without full "
             "readings are estimated as shown under Data coverage.",
         )
@@ -1070,6 +1173,9 @@ def _berdo_doc(
         },
     )
     sections: list[Facts | Table | Note] = [result]
+    warning = _estimate_warning(entry.get("coverage"))
+    if warning:
+        sections.append(warning)
     for text in r.notes:
         sections.append(Note("Standards phase-in", text, warning=True))
     if rule is not None and rule.caveat:
