@@ -495,23 +495,25 @@ def portfolio_summary(
     columns.insert(grade_at, Column("assessment_period", "Assessment period"))
     totals = portfolio_totals(rows)
     with_data = sum(1 for r in rows if r["eui_kwh_m2"] is not None)
-    facts: list[tuple[str, str]] = [
+    facts: list[tuple[str, FactValue]] = [
         ("Buildings", f"{len(rows)} ({with_data} with energy data)"),
-        ("Total floor area", f"{number(totals['gfa_m2'] or 0)} m²"),  # type: ignore[arg-type]
+        ("Total floor area", Amount(float(totals["gfa_m2"] or 0), 0, "m²")),  # type: ignore[arg-type]
     ]
     if totals["eui_kwh_m2"] is not None:
-        facts.append(("Area-weighted EUI", f"{number(totals['eui_kwh_m2'], 1)} kWh/m²/yr"))  # type: ignore[arg-type]
+        facts.append(("Area-weighted EUI", Amount(float(totals["eui_kwh_m2"]), 1, "kWh/m²/yr")))  # type: ignore[arg-type]
     if totals["carbon_intensity_kgco2e_m2"] is not None:
         facts.append(
             (
                 "Area-weighted carbon intensity",
-                f"{number(totals['carbon_intensity_kgco2e_m2'], 1)} kgCO2e/m²/yr",  # type: ignore[arg-type]
+                Amount(float(totals["carbon_intensity_kgco2e_m2"]), 1, "kgCO2e/m²/yr"),  # type: ignore[arg-type]
             )
         )
-    facts.append(("Annual emissions", f"{number(totals['annual_emissions_tco2e'] or 0, 1)} tCO2e"))  # type: ignore[arg-type]
+    facts.append(
+        ("Annual emissions", Amount(float(totals["annual_emissions_tco2e"] or 0), 1, "tCO2e"))  # type: ignore[arg-type]
+    )
     if portfolio:
         if portfolio.get("weighted_svc_score") is not None:
-            facts.append(("Weighted svc score", number(portfolio["weighted_svc_score"], 0)))
+            facts.append(("Weighted svc score", Amount(float(portfolio["weighted_svc_score"]), 0)))
         grades = portfolio.get("grade_distribution") or {}
         if grades:
             facts.append(
@@ -721,8 +723,8 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
             Facts(
                 "Scope",
                 [
-                    ("Properties", str(len(energy_rows))),
-                    ("Buildings", str(len(entries))),
+                    ("Properties", Amount(len(energy_rows))),
+                    ("Buildings", Amount(len(entries))),
                     ("Filters", _filters_text(filters)),
                 ],
             ),
