@@ -10,6 +10,7 @@ import httpx
 from sqlalchemy import select
 
 from bpservice.db.models import Event
+from bpservice.domain import benchmarks as bm
 from tests.conftest import Service
 
 # The FakeClock stands at 2026-11-20: the last full month is October 2026.
@@ -114,7 +115,7 @@ def test_building_without_energy_data_answers_nulls(service: Service, api: httpx
         "score": None,
         "eligible": False,
         "certification_eligible": False,
-        "method": "median_ratio",
+        "method": None,
         "indicative": False,
         "indicative_reason": None,
         "calculated_at": scores["energy_rating"]["calculated_at"],
@@ -159,11 +160,16 @@ def test_full_year_gb_office(service: Service, api: httpx.Client) -> None:
     scores = by_standard(result)
     rating = scores["energy_rating"]
     assert rating["eligible"] is True
-    # Source EUI 60,000 x 2.80 + 35,168 x 1.05 = 205 kWh/m², far below the office median
-    # (148.1 kBtu/ft² = 467 kWh/m²): a high score, but a GB building is never certification
-    # eligible: the score is indicative.
-    assert result["source_eui_kwh_m2"] == round((60_000 * 2.8 + gas_kwh * 1.05) / 1000, 2)
-    assert rating["score"] >= 90 and rating["certification_eligible"] is False
+    # Source EUI 60,000 x 2.80 + 35,168 x 1.05 = 205 kWh/m² = 65.0 kBtu/ft². EPA's office model
+    # with 10,764 ft² and default hours predicts 143.1 + 0.0006768 x (10,764 - 12,342) = 142.03
+    # kBtu/ft²: ratio 0.458, score 87 on EPA's gamma (shape 4.016, scale 0.2328). A GB building
+    # is never certification eligible: the score is indicative.
+    source = (60_000 * 2.8 + gas_kwh * 1.05) / 1000
+    assert result["source_eui_kwh_m2"] == round(source, 2)
+    predicted = 143.1 + 0.0006768 * (1000 * 10.7639 - 12_342)
+    assert rating["method"] == "energy_star_model"
+    assert rating["score"] == bm.score_from_gamma(source / 3.15459 / predicted, 4.016, 0.2328)
+    assert rating["score"] == 87 and rating["certification_eligible"] is False
     assert rating["indicative"] is True and "outside the US" in rating["indicative_reason"]
     # The DEC benchmark is priced with TM46's own factors: general office 95 x 0.55 + 120 x 0.19
     # = 75.05 kgCO2/m²; 100 x 17.05/75.05 = 23 -> band A (0-25).

@@ -183,19 +183,66 @@ def test_rating_from_ratio(ratio: float, score: int) -> None:
     assert bm.rating_from_ratio(ratio) == score
 
 
-def test_energy_rating_eligibility() -> None:
-    median = 148.1 * 3.15459  # office, kWh/m² (table status U: no certification from it)
+OFFICE = bm.energy_star_models()["office"]
+EPA_EXAMPLE = bm.UseDetails(
+    gfa_m2=200_000 / 10.7639,
+    weekly_hours=80,
+    workers_per_1000_sqft=1.5,
+    computers_per_1000_sqft=1.5,
+    percent_cooled=100,
+    cooling_degree_days=1046,
+)
+
+
+def test_office_model_reproduces_epas_worked_example() -> None:
+    # ENERGY STAR Score for Offices, Technical Reference (August 2018), page 11: predicted
+    # 196.8 kBtu/ft², actual 169.3, ratio 0.8603, score 50.
+    prediction = bm.office_prediction(OFFICE, EPA_EXAMPLE)
+    assert prediction.source_eui_kbtu_ft2 == pytest.approx(196.8, abs=0.05)
+    assert prediction.defaulted == ()
+    actual_kwh_m2 = 169.3 * 3.15459
+    rating = bm.energy_rating(actual_kwh_m2, "office", True, "US", EPA_EXAMPLE)
+    assert rating.score == 50 and rating.method == bm.METHOD_MODEL
+    assert rating.indicative_reason is None and not rating.certification_eligible  # 50 < 75
+    better = bm.energy_rating(actual_kwh_m2 * 0.65, "office", True, "US", EPA_EXAMPLE)
+    assert better.score is not None and better.score >= 75 and better.certification_eligible
+
+
+@pytest.mark.parametrize(
+    ("ratio", "score"),
+    # EPA's Figure 5 lookup table (gamma shape 4.016, scale 0.2328), mid-interval ratios.
+    [(0.19, 100), (0.20, 99), (0.60, 75), (0.8603, 50), (1.0, 39), (2.0, 3), (2.5, 1)],
+)
+def test_office_lookup_table(ratio: float, score: int) -> None:
+    assert bm.score_from_gamma(ratio, 4.016, 0.2328) == score
+
+
+def test_missing_use_details_take_the_reference_means() -> None:
+    # 12,342 ft² and 54.09 h are the centres: the prediction is the constant, 143.1.
+    details = bm.UseDetails(gfa_m2=12_342 / 10.7639, weekly_hours=54.09)
+    prediction = bm.office_prediction(OFFICE, details)
+    assert prediction.source_eui_kbtu_ft2 == pytest.approx(143.1)
+    assert set(prediction.defaulted) == {
+        "workers_per_1000_sqft",
+        "computers_per_1000_sqft",
+        "percent_cooled_x_ln_cdd",
+    }
+    # Ratio 0.86 (actual 123.066 / predicted 143.1) lies in EPA's band for 50.
+    rating = bm.energy_rating(143.1 * 0.86 * 3.15459, "office", True, "US", details)
+    assert rating.score == 50
+    assert rating.indicative and "workers, computers" in str(rating.indicative_reason)
+    assert not rating.certification_eligible
+    # Outside the US: indicative, with both reasons.
+    gb = bm.energy_rating(143.1 * 3.15459, "office", True, "GB", details)
+    assert gb.indicative_reason is not None and gb.indicative_reason.startswith("outside the US")
+
+
+def test_types_without_a_model_use_the_median_ratio() -> None:
+    median = 118.4 * 3.15459  # retail (table status U: no certification from it)
     unconfirmed = "the national median is not confirmed against the current ENERGY STAR table"
-    rating = bm.energy_rating(median * 0.7, "office", True, "US")
-    assert rating == bm.EnergyRating(79, True, False, unconfirmed) and rating.indicative
-    assert bm.energy_rating(median * 0.7, "office", False) == bm.EnergyRating(
-        79, False, False, unconfirmed
-    )
-    assert bm.energy_rating(median, "office", True).score == 50
-    # Outside the US a score is only indicative, whatever the table says.
-    gb = bm.energy_rating(median * 0.7, "office", True, "GB")
-    assert gb.score == 79 and not gb.certification_eligible
-    assert gb.indicative_reason == "outside the US: indicative only"
+    rating = bm.energy_rating(median * 0.7, "retail", True, "US")
+    assert rating == bm.EnergyRating(79, True, False, unconfirmed, bm.METHOD_MEDIAN)
+    assert bm.energy_rating(median, "retail", True).score == 50
     assert bm.energy_rating(median, "data_centre", True) == bm.EnergyRating(None, False, False)
     assert bm.energy_rating(None, "office", True) == bm.EnergyRating(None, False, False)
 
@@ -205,11 +252,12 @@ def test_certification_needs_a_confirmed_median_and_a_us_building(
 ) -> None:
     from bpservice.domain.tables import Figure
 
-    confirmed = {"office": Figure(100.0, "test: a confirmed median", "V")}
+    confirmed = {"retail": Figure(100.0, "test: a confirmed median", "V")}
     monkeypatch.setattr(bm, "energy_rating_medians", lambda: confirmed)
     median = 100.0 * 3.15459
-    assert bm.energy_rating(median * 0.7, "office", True, "US") == bm.EnergyRating(79, True, True)
-    assert not bm.energy_rating(median * 0.7, "office", True, "CA").certification_eligible
+    rating = bm.energy_rating(median * 0.7, "retail", True, "US")
+    assert rating == bm.EnergyRating(79, True, True, None, bm.METHOD_MEDIAN)
+    assert not bm.energy_rating(median * 0.7, "retail", True, "CA").certification_eligible
 
 
 # --- emissions ---------------------------------------------------------------------------------------

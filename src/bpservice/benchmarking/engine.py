@@ -97,6 +97,12 @@ def _figures(energy: bm.EnergyPeriod | None, gfa_m2: float, country: str) -> Fig
     )
 
 
+def use_details(building: Building) -> bm.UseDetails:
+    """The Portfolio Manager use details the service holds for a building: floor area and weekly
+    operating hours (workers, computers, percent cooled and degree days are not in the spec)."""
+    return bm.UseDetails(gfa_m2=building.gfa_m2, weekly_hours=building.operating_hours_week)
+
+
 def _scores(
     session: Session,
     building: Building,
@@ -109,7 +115,11 @@ def _scores(
     peers = _peer_euis(session, building, country)
     svc = bm.svc_score(figures.eui, list(peers.values()))
     rating = bm.energy_rating(
-        figures.source_eui, building.primary_use_type, figures.twelve_full_months, country
+        figures.source_eui,
+        building.primary_use_type,
+        figures.twelve_full_months,
+        country,
+        use_details(building),
     )
     scores: list[dict[str, Any]] = [
         {
@@ -127,7 +137,7 @@ def _scores(
             "certification_eligible": rating.certification_eligible,
             # Extra fields (docs/decisions.md CS5): the method and whether the figure is
             # only indicative, with the reason.
-            "method": "median_ratio",
+            "method": rating.method,
             "indicative": rating.indicative,
             "indicative_reason": rating.indicative_reason,
             "calculated_at": stamp,
@@ -288,7 +298,11 @@ def building_history(
             entry["svc_score"] = bm.svc_score(own.eui, others).score
         if want_rating:
             entry["energy_rating_score"] = bm.energy_rating(
-                own.source_eui, building.primary_use_type, own.twelve_full_months, country
+                own.source_eui,
+                building.primary_use_type,
+                own.twelve_full_months,
+                country,
+                use_details(building),
             ).score
         history.append(entry)
     return history

@@ -168,5 +168,11 @@ def epc_scales() -> dict[str, EpcScale]:
 
 
 @cache
+def energy_star_models() -> dict[str, dict[str, Any]]:
+    """use type -> a published ENERGY STAR score model (regression and gamma fit)."""
+    return {k: v for k, v in _json("energy_star_models.json").items() if not k.startswith("_")}
+
+
+@cache
 def regional_schemes() -> dict[str, dict[str, Any]]:
     return {k: v for k, v in _json("regional_schemes.json").items() if not k.startswith("_")}

@@ -322,10 +322,13 @@ def certificate_method(country: Any, year: int | None) -> str:
         + (f" (factor sets for reporting year {year})" if year else "")
         + f": {emissions.factor_set_text(country, year)}. "
         "Source energy = site energy x ENERGY STAR source-site ratios (US ratios; Canadian for "
-        "CA). Energy rating: the ratio of source EUI to the national median source EUI of the use "
-        "type, placed on a gamma distribution (the service's stated shape, not EPA's fitted "
-        "regression models); it is indicative everywhere, and certification eligibility is "
-        "never claimed outside the US or while the medians are unconfirmed. svc score: the "
+        "CA). Energy rating: offices use EPA's ENERGY STAR office model (Technical Reference, "
+        "August 2018: regression of source EUI on floor area, weekly hours, workers and "
+        "computers per 1,000 ft² and percent cooled x ln CDD, gamma shape 4.016, scale 0.2328), "
+        "with EPA's reference means for the details the service does not hold; other use types "
+        "use the ratio to a national median source EUI on a gamma curve of shape 6. A rating is "
+        "indicative whenever a detail was assumed, the median is unconfirmed or the building is "
+        "outside the US, and certification eligibility is then never claimed. svc score: the "
         "building's percentile among the service's own peers of the same use type and country."
     )
 
