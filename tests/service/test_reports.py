@@ -589,7 +589,12 @@ def test_esg_workbook_per_property(service: Service, api: httpx.Client) -> None:
     report = complete(api, service, type="compliance_esg", format="xlsx")
     data = download(service, report)
     wb = load_workbook(io.BytesIO(data))
-    assert wb.sheetnames == ["Summary", "Energy", "GHG", "Water"]
+    assert wb.sheetnames == ["Summary", "Energy", "GHG", "Water", "Coverage"]
+    summary = summary_of(data)
+    assert summary["Assessment period used"].startswith("2025-01-01 to 2025-12-31")
+    headings, body, _ = table_of(sheet_rows(data, "Coverage"))
+    complete_col = column(headings, "Months fully metered (least)")
+    assert sorted(r[complete_col] for r in body if r[complete_col] is not None) == [12, 12, 12]
 
     headings, body, totals = table_of(sheet_rows(data, "Energy"))
     prop = column(headings, "Property")

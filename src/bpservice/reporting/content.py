@@ -718,10 +718,19 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
     )
 
     title = TYPE_TITLES["compliance_esg"]
+    period = report["period"]
+    start, end = _date(period["start"]), _date(period["end"])
+    year = emissions.reporting_year(start, end)  # type: ignore[arg-type]
+    countries = sorted({str(e["property"].get("country")) for e in entries})
+    meta = [
+        *_meta(report, organisation)[:3],
+        ("Assessment period used", f"{_period_text(period)} (the requested months exactly)"),
+        *_meta(report, organisation)[3:],
+    ]
     return Document(
         title,
         f"{organisation.get('name')} · {_filters_text(filters)}",
-        _meta(report, organisation),
+        meta,
         [
             Facts(
                 "Scope",
@@ -776,8 +785,54 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
                 totals=water_totals,
                 note="Intensity divides water by the floor area of the buildings with water data.",
             ),
+            _esg_coverage(entries),
+            Note(
+                "Method",
+                "Energy per carrier over the requested months, months without full readings "
+                "estimated by scaling each meter's readings to the period. Location-based "
+                f"emissions with the factor set of reporting year {year} for each country: "
+                + "; ".join(f"{c}: {emissions.factor_set_text(c, year)}" for c in countries)
+                + ".",
+            ),
+            Note(
+                "Important",
+                "An estimate prepared from the meter readings held by the service, not an "
+                "audited disclosure; no market-based instruments, renewable energy credits, "
+                "offsets or adjustments have been applied.",
+            ),
         ],
         data=_json_meta(report, organisation, title),
+    )
+
+
+def _esg_coverage(entries: Sequence[Entry]) -> Table:
+    """Per building: energy meters, and the fewest fully metered / most estimated months."""
+    rows: list[dict[str, Value]] = []
+    for e in sorted_entries(entries):
+        meters = (e.get("coverage") or {}).get("meters") or []
+        rows.append(
+            {
+                "property": e["property"]["name"],
+                "building": e["building"]["name"],
+                "meters": len(meters),
+                "complete": min((m["complete_months"] for m in meters), default=None),
+                "estimated": max((m["estimated_months"] for m in meters), default=None),
+                "grade": e["building"].get("data_quality_grade"),
+            }
+        )
+    return Table(
+        "Coverage",
+        "Data coverage by building",
+        [
+            Column("property", "Property"),
+            Column("building", "Building"),
+            Column("meters", "Energy meters", "integer"),
+            Column("complete", "Months fully metered (least)", "integer"),
+            Column("estimated", "Months estimated (most)", "integer"),
+            Column("grade", "Data-quality grade"),
+        ],
+        rows,
+        note="A building without energy meters or readings shows dashes and adds nothing.",
     )
 
 
