@@ -374,7 +374,7 @@ def _ll97_result(
         period=period["name"],
         method=method,
         method_text=method_text,
-        factor_set=f"Carbon coefficients for {period['name']}, {coefficient_source}",
+        factor_set=f"carbon coefficients for {period['name']} ({coefficient_source})",
         sources=sources,
         not_covered=not_covered,
         areas=areas,
