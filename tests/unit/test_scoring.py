@@ -431,7 +431,7 @@ def test_published_pathway_and_interpolation() -> None:
 def test_derived_pathways_scale_by_typical_intensity() -> None:
     us = pathways.pathway_for("US", "office")
     assert not us.published and us.name == "derived-1.5c-us-office"
-    expected_scale = (95 * 0.39 + 120 * 53.06 / 293.071) / (95 * 0.177 + 120 * 0.1829)
+    expected_scale = (95 * 0.39 + 120 * 53.06 / 293.071) / (95 * 0.20705 + 120 * 0.1829)
     assert us.value(2030) == pytest.approx(19.30 * expected_scale)
     de_retail = pathways.pathway_for("DE", "retail")
     assert de_retail.value(2025) == pytest.approx(36.30 * (165 * 0.56) / (95 * 0.56 + 120 * 0.24))
