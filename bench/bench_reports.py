@@ -41,11 +41,16 @@ def build_portfolio(client: TestClient, buildings: int) -> list[str]:
     ids = []
     for p in range(0, buildings, 4):
         country = "US" if (p // 4) % 2 else "GB"
+        # US properties alternate between New York and Boston so LL97 and BERDO apply.
+        address: dict[str, str] = {"street": f"{p} Main St", "city": "City", "country": country}
+        if country == "US":
+            city, state = ("New York", "NY") if (p // 4) % 4 == 1 else ("Boston", "MA")
+            address.update(city=city, state=state)
         prop = client.post(
             "/v1/properties",
             json={
                 "name": f"Property {p // 4:03d}",
-                "address": {"street": f"{p} Main St", "city": "City", "country": country},
+                "address": address,
                 "type": "office",
             },
         ).json()["data"]
@@ -126,16 +131,17 @@ def measure(
                 ],
             },
         ).json()["data"]
-        us_office = ids[4]  # Property 001 is in the US; building 4 is an office
+        nyc_office = ids[4]  # Property 001 is in New York; building 4 is an office
+        boston_office = ids[12]  # Property 003 is in Boston; building 12 is an office
         cases: list[tuple[str, str, dict[str, Any]]] = [
             ("benchmark_certificate", "pdf", {"building_id": ids[0]}),
             ("portfolio_summary", "pdf", {}),
             ("portfolio_summary", "xlsx", {}),
             ("compliance_esg", "xlsx", {}),
-            ("compliance_ll97", "pdf", {"building_id": us_office}),
-            ("compliance_ll97", "xlsx", {"building_id": us_office}),
-            ("compliance_berdo", "pdf", {"building_id": us_office}),
-            ("compliance_berdo", "xlsx", {"building_id": us_office}),
+            ("compliance_ll97", "pdf", {"building_id": nyc_office}),
+            ("compliance_ll97", "xlsx", {"building_id": nyc_office}),
+            ("compliance_berdo", "pdf", {"building_id": boston_office}),
+            ("compliance_berdo", "xlsx", {"building_id": boston_office}),
             *[
                 ("custom", f, {"template_id": template["id"]})
                 for f in ("pdf", "xlsx", "csv", "json")

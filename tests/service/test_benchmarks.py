@@ -10,6 +10,7 @@ import httpx
 from sqlalchemy import select
 
 from bpservice.db.models import Event
+from bpservice.domain import benchmarks as bm
 from tests.conftest import Service
 
 # The FakeClock stands at 2026-11-20: the last full month is October 2026.
@@ -114,8 +115,12 @@ def test_building_without_energy_data_answers_nulls(service: Service, api: httpx
         "score": None,
         "eligible": False,
         "certification_eligible": False,
+        "method": None,
+        "indicative": False,
+        "indicative_reason": None,
         "calculated_at": scores["energy_rating"]["calculated_at"],
     }
+    assert result["source_eui_kwh_m2"] is None
     assert scores["eu_epc"]["grade"] is None and scores["eu_epc"]["country_methodology"] == "GB"
     pathway = scores["decarbonisation_pathway"]
     assert pathway["stranding_year_1_5c"] is None and pathway["current_intensity_kgco2e_m2"] is None
@@ -147,25 +152,34 @@ def test_full_year_gb_office(service: Service, api: httpx.Client) -> None:
     assert result["reporting_period"] == {"start": "2025-11-01", "end": "2026-10-31"}
     gas_kwh = 12 * 100 * 29.3071
     assert result["eui_kwh_m2"] == round((60_000 + gas_kwh) / 1000, 2)
-    # DESNZ 2024: electricity 0.20705, gas 0.1829 kgCO2e/kWh.
-    carbon = (60_000 * 0.20705 + gas_kwh * 0.1829) / 1000
+    # Reporting year 2026 (Nov 2025 - Oct 2026): the latest DESNZ set held, 2025: electricity
+    # 0.177; gas 0.1829 (the 2024 figure, the 2025 one not confirmed).
+    carbon = (60_000 * 0.177 + gas_kwh * 0.1829) / 1000
     assert result["carbon_intensity_kgco2e_m2"] == round(carbon, 2)
     assert result["data_quality_grade"] == "A"
     scores = by_standard(result)
     rating = scores["energy_rating"]
     assert rating["eligible"] is True
-    # Source EUI 60,000 x 2.80 + 35,168 x 1.05 = 205 kWh/m², far below the office median
-    # (148.1 kBtu/ft² = 467 kWh/m²): a high score, and so certification.
-    assert rating["score"] >= 90 and rating["certification_eligible"] is True
-    # TM46 typical office in GB: 95 x 0.20705 + 120 x 0.1829 = 41.62 kg/m²; 100 x 18.86/41.62
-    # = 45 -> band B (26-50).
-    assert scores["eu_epc"]["grade"] == "B"
-    assert scores["regional_rating"]["score"] == round(100 * carbon / 41.61775)
-    assert scores["regional_rating"]["grade"] == "B"
+    # Source EUI 60,000 x 2.80 + 35,168 x 1.05 = 205 kWh/m² = 65.0 kBtu/ft². EPA's office model
+    # with 10,764 ft² and default hours predicts 143.1 + 0.0006768 x (10,764 - 12,342) = 142.03
+    # kBtu/ft²: ratio 0.458, score 87 on EPA's gamma (shape 4.016, scale 0.2328). A GB building
+    # is never certification eligible: the score is indicative.
+    source = (60_000 * 2.8 + gas_kwh * 1.05) / 1000
+    assert result["source_eui_kwh_m2"] == round(source, 2)
+    predicted = 143.1 + 0.0006768 * (1000 * 10.7639 - 12_342)
+    assert rating["method"] == "energy_star_model"
+    assert rating["score"] == bm.score_from_gamma(source / 3.15459 / predicted, 4.016, 0.2328)
+    assert rating["score"] == 87 and rating["certification_eligible"] is False
+    assert rating["indicative"] is True and "outside the US" in rating["indicative_reason"]
+    # The DEC benchmark is priced with TM46's own factors: general office 95 x 0.55 + 120 x 0.19
+    # = 75.05 kgCO2/m²; 100 x 17.05/75.05 = 23 -> band A (0-25).
+    assert scores["regional_rating"]["score"] == round(100 * carbon / 75.05)
+    assert scores["regional_rating"]["grade"] == "A"
+    assert scores["eu_epc"]["grade"] == "A"
     pathway = scores["decarbonisation_pathway"]
     assert pathway["current_intensity_kgco2e_m2"] == round(carbon, 2)
-    # 18.86 kg/m² is above the 1.5 °C pathway from 2031 (2030: 19.30, 2031: 17.34).
-    assert pathway["stranding_year_1_5c"] == 2031
+    # 17.05 kg/m² is above the 1.5 °C pathway from 2032 (2031: 17.34, 2032: 15.38).
+    assert pathway["stranding_year_1_5c"] == 2032
     assert pathway["stranding_year_2c"] > pathway["stranding_year_1_5c"]
 
     with service.app.state.db.read() as session:
@@ -193,8 +207,8 @@ def test_recalculation_events_on_batch_single_and_delete(
     assert updated[0]["building_id"] == b
     assert updated[0]["reporting_period"] == {"start": "2025-11-01", "end": "2026-10-31"}
     assert updated[0]["eui_kwh_m2"] == 60.0 and updated[0]["data_quality_grade"] == "A"
-    # 60 kWh/m² x 0.20705 = 12.42 kg/m², 30 % of the typical GB office -> rating 30 -> B.
-    assert updated[0]["scores"]["eu_epc"] == "B"
+    # 60 kWh/m² x 0.177 = 10.62 kg/m², 14 % of the TM46 office benchmark (75.05) -> A.
+    assert updated[0]["scores"]["eu_epc"] == "A"
     assert events(service, "data_quality.changed") == [
         {"building_id": b, "previous_grade": "F", "grade": "A"}
     ]
@@ -321,7 +335,7 @@ def test_portfolio(service: Service, api: httpx.Client) -> None:
     # A: 12,000 kWh / 1000 m²; B: May-October (184 days) annualised, over 3000 m².
     site = 12_000 + 6000 * 365 / 184
     assert data["weighted_eui_kwh_m2"] == round(site / 4000, 2)
-    assert data["weighted_carbon_intensity_kgco2e_m2"] == round(site * 0.20705 / 4000, 2)
+    assert data["weighted_carbon_intensity_kgco2e_m2"] == round(site * 0.177 / 4000, 2)
     assert data["weighted_svc_score"] is None
     grades = data["grade_distribution"]
     assert grades["A"] == 1 and grades["F"] == 1 and sum(grades.values()) == 3

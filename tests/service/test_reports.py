@@ -53,6 +53,8 @@ def make_building(
     name: str = "Main",
     property_name: str = "Riverside House",
     country: str = "GB",
+    city: str = "City",
+    state: str | None = None,
     use: str = "office",
     gfa: float = 1000.0,
     use_types: list[dict[str, Any]] | None = None,
@@ -62,7 +64,9 @@ def make_building(
     """A building (on a new property unless given) with a year of monthly readings per meter:
     `monthly` maps (meter type, unit) to the consumption of every month of YEAR."""
     if property_id is None:
-        address = {"street": "1 High Street", "city": "City", "country": country}
+        address = {"street": "1 High Street", "city": city, "country": country}
+        if state:
+            address["state"] = state
         body = {"name": property_name, "address": address, "type": use}
         property_id = ok(api.post("/v1/properties", json=body), 201)["data"]["id"]
     body = {"name": name, "primary_use_type": use, "gfa_m2": gfa, "year_built": 1990, "floors": 5}
@@ -170,6 +174,7 @@ def test_types_are_the_spec_table(checked: httpx.Client) -> None:
 def test_request_validation(service: Service, checked: httpx.Client) -> None:
     office = make_building(checked)
     mixed = make_building(checked, name="Mixed", use="mixed_use", country="US")
+    small_nyc = make_building(checked, name="Small", country="US", city="New York", state="NY")
     with service.client(service.live_key) as live:
         live_building = make_building(live, name="Live")
     cases: list[tuple[dict[str, Any], str, str]] = [
@@ -254,7 +259,32 @@ def test_request_validation(service: Service, checked: httpx.Client) -> None:
                 "reporting_period": {"start": "2024-07-01", "end": "2025-06-30"},
             },
             "reporting_period",
-            "single_calendar_year_required",
+            "calendar_year_required",
+        ),
+        (
+            {
+                "type": "compliance_berdo",
+                "format": "pdf",
+                "building_id": office["id"],
+                "reporting_period": {"start": "2025-01-01", "end": "2025-06-30"},
+            },
+            "reporting_period",
+            "calendar_year_required",
+        ),
+        (  # A London office gets "not applicable", never an LL97 or BERDO verdict.
+            {"type": "compliance_ll97", "format": "pdf", "building_id": office["id"]},
+            "building_id",
+            "not_applicable",
+        ),
+        (
+            {"type": "compliance_berdo", "format": "pdf", "building_id": office["id"]},
+            "building_id",
+            "not_applicable",
+        ),
+        (  # In New York but 10,764 ft² (LL97 covers more than 25,000 ft²).
+            {"type": "compliance_ll97", "format": "pdf", "building_id": small_nyc["id"]},
+            "building_id",
+            "not_applicable",
         ),
         (
             {"type": "compliance_ll97", "format": "pdf", "building_id": mixed["id"]},
@@ -467,7 +497,14 @@ def test_failed_report_has_a_reason(service: Service, api: httpx.Client) -> None
         assert not session.scalars(select(Event).where(Event.type == "report.generated")).all()
 
     # A compliance year with no readings in it fails too (the building has 2025 data only).
-    building = make_building(api, country="US", monthly={("electricity", "kWh"): 1000})
+    building = make_building(
+        api,
+        country="US",
+        city="New York",
+        state="NY",
+        gfa=3000,
+        monthly={("electricity", "kWh"): 1000},
+    )
     service.clock.advance(400 * 24 * 3600)  # 2027-12: the 2026 calendar year is over
     report = request_report(
         api,
@@ -552,7 +589,12 @@ def test_esg_workbook_per_property(service: Service, api: httpx.Client) -> None:
     report = complete(api, service, type="compliance_esg", format="xlsx")
     data = download(service, report)
     wb = load_workbook(io.BytesIO(data))
-    assert wb.sheetnames == ["Summary", "Energy", "GHG", "Water"]
+    assert wb.sheetnames == ["Summary", "Energy", "GHG", "Water", "Coverage"]
+    summary = summary_of(data)
+    assert summary["Assessment period used"].startswith("2025-01-01 to 2025-12-31")
+    headings, body, _ = table_of(sheet_rows(data, "Coverage"))
+    complete_col = column(headings, "Months fully metered (least)")
+    assert sorted(r[complete_col] for r in body if r[complete_col] is not None) == [12, 12, 12]
 
     headings, body, totals = table_of(sheet_rows(data, "Energy"))
     prop = column(headings, "Property")
@@ -588,12 +630,21 @@ def test_esg_workbook_per_property(service: Service, api: httpx.Client) -> None:
     assert totals is not None and totals[water] == pytest.approx(600)
 
 
+NYC = {"country": "US", "city": "New York", "state": "NY"}
+BOSTON = {"country": "US", "city": "Boston", "state": "MA"}
+
+
+def summary_of(data: bytes) -> dict[str, Any]:
+    """Label -> value column of the xlsx Summary sheet (numbers stay numbers)."""
+    return {r[0]: r[1] for r in sheet_rows(data, "Summary") if r and r[0]}
+
+
 def test_ll97_figures(service: Service, api: httpx.Client) -> None:
-    # 10,000 m² of which 8,000 office (B) and 2,000 retail (M); a year of 100,000 kWh electricity
-    # and 1,000 therms of gas a month.
+    # 10,000 m² of which 8,000 office and 2,000 retail, in Manhattan; a year (2025) of 100,000
+    # kWh electricity and 1,000 therms of gas a month.
     building = make_building(
         api,
-        country="US",
+        **NYC,
         gfa=10_000,
         use_types=[{"type": "office", "gfa_m2": 8000}, {"type": "retail", "gfa_m2": 2000}],
         monthly={("electricity", "kWh"): 100_000, ("natural_gas", "therms"): 1_000},
@@ -604,55 +655,105 @@ def test_ll97_figures(service: Service, api: httpx.Client) -> None:
     data = download(service, report)
     # By hand: electricity 1,200,000 kWh x 0.000288962 = 346.7544 t; gas 12,000 therms =
     # 1,200,000 kBtu x 0.00005311 = 63.732 t; total 410.4864 t.
-    # Limit: 86,111.2 ft² x 0.00846 + 21,527.8 ft² x 0.01181 = 728.50075 + 254.24332 = 982.74407 t.
+    # Limit (1 RCNY §103-14, 2024-2029): Office 0.00758 and Retail Store 0.00758 tCO2e/ft² over
+    # 107,639 ft² = 815.90362 t. The 2025 occupancy-group option: B 0.00846, M 0.01181.
     emissions = 346.7544 + 63.732
-    limit = 8000 * 10.7639 * 0.00846 + 2000 * 10.7639 * 0.01181
+    limit = 10_000 * 10.7639 * 0.00758
+    groups = 8000 * 10.7639 * 0.00846 + 2000 * 10.7639 * 0.01181
     headings, body, totals = table_of(sheet_rows(data, "Emissions"))
     tco2e = column(headings, "Emissions (tCO2e)")
     assert totals is not None and totals[tco2e] == pytest.approx(emissions, rel=1e-6)
     gas = next(r for r in body if r[0] == "Natural gas")
     assert gas[column(headings, "Quantity")] == pytest.approx(1_200_000, rel=1e-6)
     headings, body, totals = table_of(sheet_rows(data, "Limit"))
+    assert [r[column(headings, "Property type")] for r in body] == ["Office", "Retail Store"]
+    assert totals is not None and totals[column(headings, "Limit (tCO2e)")] == pytest.approx(limit)
+    headings, body, totals = table_of(sheet_rows(data, "Limit (occupancy group)"))
     assert [r[column(headings, "Occupancy group")] for r in body] == [
         "B (business)",
         "M (mercantile)",
     ]
-    assert totals is not None and totals[column(headings, "Limit (tCO2e)")] == pytest.approx(limit)
-    summary = {r[0]: r[1] for r in sheet_rows(data, "Summary") if r and r[0]}
-    assert summary["Excess emissions"] == "0.00 tCO2e"
+    assert totals is not None and totals[column(headings, "Limit (tCO2e)")] == pytest.approx(groups)
+    summary = summary_of(data)
+    # Headline figures are numbers, not text (issue 12, item 12).
+    assert summary["Annual emissions"] == pytest.approx(emissions, rel=1e-6)
+    assert summary["Excess emissions"] == 0
     assert summary["Status"] == "Within the limit"
+    assert summary["Assessment period used"] == "calendar year 2025 (2025-01-01 to 2025-12-31)"
+    assert any("not a filing" in str(r[0]) for r in sheet_rows(data, "Summary") if r and r[0])
+    # Every table sheet has filter buttons over its data rows.
+    wb = load_workbook(io.BytesIO(data))
+    assert wb["Emissions"].auto_filter.ref.startswith("A3:")
 
-    # Over the limit: a small office burning far more. 1,000 m² office, 40,000 kWh a month.
-    small = make_building(
-        api, name="Small", country="US", gfa=1000, monthly={("electricity", "kWh"): 40_000}
-    )
-    report = complete(api, service, type="compliance_ll97", format="pdf", building_id=small["id"])
+    # Over the limit: an office burning far more. 3,000 m² office, 400,000 kWh a month.
+    big = make_building(api, name="Big", **NYC, gfa=3000, monthly={("electricity", "kWh"): 400_000})
+    report = complete(api, service, type="compliance_ll97", format="pdf", building_id=big["id"])
     text = pdf_text(download(service, report))
-    # 480,000 x 0.000288962 = 138.70176 t; limit 10,763.9 x 0.00846 = 91.062594 t;
-    # excess 47.639166 t; penalty $12,767.30.
-    assert "138.70 tCO2e" in text and "91.06 tCO2e" in text and "47.64 tCO2e" in text
-    assert "$12,767.30" in text and "Over the limit" in text
-    assert "28-320" in text  # cited
+    # 4,800,000 x 0.000288962 = 1,387.0176 t; limit 32,291.7 x 0.00758 = 244.77109 t;
+    # excess 1,142.24651 t; penalty $306,122.06.
+    excess = 4_800_000 * 0.000288962 - 3000 * 10.7639 * 0.00758
+    assert "1,387.02 tCO2e" in text and "244.77 tCO2e" in text
+    assert f"{excess:,.2f} tCO2e" in text
+    assert f"${excess * 268:,.2f}" in text and "Over the limit" in text
+    assert "28-320" in text and "103-14" in text  # cited
+    assert "[verified]" not in text and "shared/reference" not in text
+    assert "Assessment period used" in text and "Data coverage" in text
+    assert "not a filing" in text
 
 
 def test_berdo_figures(service: Service, api: httpx.Client) -> None:
-    building = make_building(api, country="US", gfa=1000, monthly={("electricity", "kWh"): 20_000})
+    # 4,000 m² (43,056 ft²) Boston office, 2025: 240,000 kWh a month.
+    building = make_building(api, **BOSTON, gfa=4000, monthly={("electricity", "kWh"): 240_000})
     report = complete(
         api, service, type="compliance_berdo", format="xlsx", building_id=building["id"]
     )
     data = download(service, report)
-    # 240,000 kWh = 818.914 MMBtu x 73 kg = 59,780.7 kg over 10,763.9 ft² = 5.554 kg/ft²,
-    # above the 2025-2029 office standard of 5.3.
-    kwh_to_mmbtu = 240_000 / 0.293071 / 1000
-    intensity = kwh_to_mmbtu * 73 / 10_763.9
-    summary = {r[0]: r[1] for r in sheet_rows(data, "Summary") if r and r[0]}
-    assert summary["Emissions intensity"] == f"{intensity:,.2f} kgCO2e/ft²"
-    assert summary["Emissions standard"] == "5.30 kgCO2e/ft²"
+    # 2,880 MWh x (1 - 0.27 RPS Class I 2025) x 249 kgCO2e/MWh = 523,497.6 kg over 43,055.6 ft²
+    # = 12.159 kg/ft², above the 2025-2029 office standard of 5.3.
+    kg = 2_880 * (1 - 0.27) * 249
+    sqft = 4000 * 10.7639
+    summary = summary_of(data)
+    assert summary["Emissions intensity"] == pytest.approx(kg / sqft)
+    assert summary["Emissions standard"] == pytest.approx(5.3)
     assert summary["Status"] == "Exceeds the standard"
-    excess = (intensity - 5.3) * 10_763.9 / 1000
-    assert summary["Excess emissions"] == f"{excess:,.2f} tCO2e"
+    excess = (kg / 1000) - 5.3 * sqft / 1000
+    assert summary["Excess emissions"] == pytest.approx(excess)
+    assert summary["Alternative compliance payment"] == pytest.approx(excess * 234)
     headings, body, _ = table_of(sheet_rows(data, "Standard"))
     assert body[0][column(headings, "BERDO building type")] == "Office"
+    headings, body, _ = table_of(sheet_rows(data, "Emissions"))
+    electricity = body[0]
+    assert electricity[column(headings, "Factor")] == pytest.approx(249 * 0.73)
+    assert electricity[column(headings, "Factor unit")] == "kgCO2e/MWh"
+
+
+def test_compliance_report_of_a_part_year_building(service: Service, api: httpx.Client) -> None:
+    # Six months of readings in 2025: the report is for the calendar year, says which months are
+    # estimated, and never compares half a year with the annual limit.
+    building = make_building(api, **NYC, gfa=3000)
+    meter = ok(
+        api.post(
+            f"/v1/buildings/{building['id']}/meters", json={"type": "electricity", "unit": "kWh"}
+        ),
+        201,
+    )["data"]
+    readings = [
+        {"start_date": s, "end_date": e, "consumption": 100_000} for s, e in months(YEAR)[:6]
+    ]
+    path = f"/v1/buildings/{building['id']}/meters/{meter['id']}/readings/batch"
+    ok(api.post(path, json={"readings": readings}), 201)
+    report = complete(
+        api, service, type="compliance_ll97", format="xlsx", building_id=building["id"]
+    )
+    data = download(service, report)
+    headings, body, _ = table_of(sheet_rows(data, "Coverage"))
+    row = body[0]
+    assert row[column(headings, "Months fully metered")] == 6
+    assert row[column(headings, "Months estimated")] == 6
+    # Energy scaled from the 181 days covered to the 365 days of the year.
+    headings, body, totals = table_of(sheet_rows(data, "Emissions"))
+    assert totals is not None
+    assert totals[column(headings, "Energy (kWh)")] == pytest.approx(600_000 * 365 / 181)
 
 
 # --- custom templates --------------------------------------------------------------------------

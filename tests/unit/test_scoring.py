@@ -183,13 +183,81 @@ def test_rating_from_ratio(ratio: float, score: int) -> None:
     assert bm.rating_from_ratio(ratio) == score
 
 
-def test_energy_rating_eligibility() -> None:
-    median = 148.1 * 3.15459  # office, kWh/m²
-    assert bm.energy_rating(median * 0.7, "office", True) == bm.EnergyRating(79, True, True)
-    assert bm.energy_rating(median * 0.7, "office", False) == bm.EnergyRating(79, False, False)
-    assert bm.energy_rating(median, "office", True) == bm.EnergyRating(50, True, False)
+OFFICE = bm.energy_star_models()["office"]
+EPA_EXAMPLE = bm.UseDetails(
+    gfa_m2=200_000 / 10.7639,
+    weekly_hours=80,
+    workers_per_1000_sqft=1.5,
+    computers_per_1000_sqft=1.5,
+    percent_cooled=100,
+    cooling_degree_days=1046,
+)
+
+
+def test_office_model_reproduces_epas_worked_example() -> None:
+    # ENERGY STAR Score for Offices, Technical Reference (August 2018), page 11: predicted
+    # 196.8 kBtu/ft², actual 169.3, ratio 0.8603, score 50.
+    prediction = bm.office_prediction(OFFICE, EPA_EXAMPLE)
+    assert prediction.source_eui_kbtu_ft2 == pytest.approx(196.8, abs=0.05)
+    assert prediction.defaulted == ()
+    actual_kwh_m2 = 169.3 * 3.15459
+    rating = bm.energy_rating(actual_kwh_m2, "office", True, "US", EPA_EXAMPLE)
+    assert rating.score == 50 and rating.method == bm.METHOD_MODEL
+    assert rating.indicative_reason is None and not rating.certification_eligible  # 50 < 75
+    better = bm.energy_rating(actual_kwh_m2 * 0.65, "office", True, "US", EPA_EXAMPLE)
+    assert better.score is not None and better.score >= 75 and better.certification_eligible
+
+
+@pytest.mark.parametrize(
+    ("ratio", "score"),
+    # EPA's Figure 5 lookup table (gamma shape 4.016, scale 0.2328), mid-interval ratios.
+    [(0.19, 100), (0.20, 99), (0.60, 75), (0.8603, 50), (1.0, 39), (2.0, 3), (2.5, 1)],
+)
+def test_office_lookup_table(ratio: float, score: int) -> None:
+    assert bm.score_from_gamma(ratio, 4.016, 0.2328) == score
+
+
+def test_missing_use_details_take_the_reference_means() -> None:
+    # 12,342 ft² and 54.09 h are the centres: the prediction is the constant, 143.1.
+    details = bm.UseDetails(gfa_m2=12_342 / 10.7639, weekly_hours=54.09)
+    prediction = bm.office_prediction(OFFICE, details)
+    assert prediction.source_eui_kbtu_ft2 == pytest.approx(143.1)
+    assert set(prediction.defaulted) == {
+        "workers_per_1000_sqft",
+        "computers_per_1000_sqft",
+        "percent_cooled_x_ln_cdd",
+    }
+    # Ratio 0.86 (actual 123.066 / predicted 143.1) lies in EPA's band for 50.
+    rating = bm.energy_rating(143.1 * 0.86 * 3.15459, "office", True, "US", details)
+    assert rating.score == 50
+    assert rating.indicative and "workers, computers" in str(rating.indicative_reason)
+    assert not rating.certification_eligible
+    # Outside the US: indicative, with both reasons.
+    gb = bm.energy_rating(143.1 * 3.15459, "office", True, "GB", details)
+    assert gb.indicative_reason is not None and gb.indicative_reason.startswith("outside the US")
+
+
+def test_types_without_a_model_use_the_median_ratio() -> None:
+    median = 120.0 * 3.15459  # retail, EPA 2018 table (status S: no certification from it)
+    unconfirmed = "the national median is not confirmed against the current ENERGY STAR table"
+    rating = bm.energy_rating(median * 0.7, "retail", True, "US")
+    assert rating == bm.EnergyRating(79, True, False, unconfirmed, bm.METHOD_MEDIAN)
+    assert bm.energy_rating(median, "retail", True).score == 50
     assert bm.energy_rating(median, "data_centre", True) == bm.EnergyRating(None, False, False)
     assert bm.energy_rating(None, "office", True) == bm.EnergyRating(None, False, False)
+
+
+def test_certification_needs_a_confirmed_median_and_a_us_building(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bpservice.domain.tables import Figure
+
+    confirmed = {"retail": Figure(100.0, "test: a confirmed median", "V")}
+    monkeypatch.setattr(bm, "energy_rating_medians", lambda: confirmed)
+    median = 100.0 * 3.15459
+    rating = bm.energy_rating(median * 0.7, "retail", True, "US")
+    assert rating == bm.EnergyRating(79, True, True, None, bm.METHOD_MEDIAN)
+    assert not bm.energy_rating(median * 0.7, "retail", True, "CA").certification_eligible
 
 
 # --- emissions ---------------------------------------------------------------------------------------
@@ -198,7 +266,7 @@ def test_energy_rating_eligibility() -> None:
 @pytest.mark.parametrize(
     ("country", "meter_type", "factor"),
     [
-        ("GB", "electricity", 0.20705),
+        ("GB", "electricity", 0.177),  # the latest set (DESNZ 2025)
         ("GB", "natural_gas", 0.1829),
         ("GB", "chp", 0.1829),  # CHP meters record the gas burnt
         ("GB", "fuel_oil", 74.21 / 293.071),  # fuel chemistry fallback
@@ -213,6 +281,36 @@ def test_energy_rating_eligibility() -> None:
 )
 def test_emission_factors(country: str, meter_type: str, factor: float) -> None:
     assert emissions.emission_factor(country, meter_type) == pytest.approx(factor, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("year", "factor", "set_name"),
+    [
+        (2023, 0.20705, "UK DESNZ conversion factors 2024"),  # earliest set held
+        (2024, 0.20705, "UK DESNZ conversion factors 2024"),
+        (2025, 0.177, "UK DESNZ conversion factors 2025"),
+        (2026, 0.177, "UK DESNZ conversion factors 2025"),  # latest set held
+    ],
+)
+def test_uk_factors_follow_the_reporting_year(year: int, factor: float, set_name: str) -> None:
+    figure = emissions.emission_figure("GB", "electricity", year)
+    assert (figure.value, figure.set_name) == (factor, set_name)
+    assert emissions.emission_factor("US", "electricity", year) == 0.39  # one US set
+
+
+def test_reporting_year_is_where_most_of_the_period_falls() -> None:
+    assert emissions.reporting_year(dt.date(2025, 1, 1), dt.date(2025, 12, 31)) == 2025
+    assert emissions.reporting_year(dt.date(2024, 4, 1), dt.date(2025, 3, 31)) == 2024
+    assert emissions.reporting_year(dt.date(2024, 9, 1), dt.date(2025, 8, 31)) == 2025
+
+
+def test_dec_prices_the_tm46_benchmark_with_tm46_factors() -> None:
+    # General office: 95 kWh/m² electricity x 0.55 + 120 kWh/m² fossil x 0.19 = 75.05 kgCO2/m².
+    assert epc.tm46_benchmark_intensity("office") == pytest.approx(75.05)
+    assert epc.operational_rating(75.05, "office") == 100
+    assert epc.operational_rating(37.5, "office") == 50
+    # Schools: 40 x 0.55 + 150 x 0.19 = 50.5.
+    assert epc.tm46_benchmark_intensity("education") == pytest.approx(50.5)
 
 
 @pytest.mark.parametrize(

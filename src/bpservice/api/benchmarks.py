@@ -41,6 +41,9 @@ class EnergyRatingScore(BaseModel):
     score: int | None
     eligible: bool
     certification_eligible: bool
+    method: str | None = None
+    indicative: bool | None = None
+    indicative_reason: str | None = None
     calculated_at: dt.datetime
 
 
@@ -92,6 +95,7 @@ class BenchmarkResult(BaseModel):
     data_quality_grade: Grade
     eui_kwh_m2: float | None
     carbon_intensity_kgco2e_m2: float | None
+    source_eui_kwh_m2: float | None = None
     scores: list[Score]
 
 

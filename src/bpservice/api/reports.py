@@ -25,7 +25,7 @@ from bpservice.api.schemas import Data, Page
 from bpservice.api.schemas import Request as RequestBody
 from bpservice.api.types import Country, ISODate, Name, ShortText, UseType
 from bpservice.auth import Principal
-from bpservice.db.models import Building
+from bpservice.db.models import Building, Property
 from bpservice.db.report_models import Report, ReportFile, ReportTemplate
 from bpservice.domain import compliance
 from bpservice.domain.benchmarks import month_end
@@ -286,18 +286,15 @@ def _check_period(body: ReportCreate, today: dt.date) -> None:
             "last day of a month.",
         )
     if body.type in ("compliance_ll97", "compliance_berdo"):
-        if period.start.year != period.end.year:
-            raise _invalid(
-                "reporting_period",
-                "single_calendar_year_required",
-                "Compliance reports assess one calendar year; keep the period inside one year.",
-            )
+        # Both laws are calendar-year filings: a part year is refused, never annualised and
+        # compared with the annual limit (docs/decisions.md CS3).
         try:
+            year = compliance.require_calendar_year(period.start, period.end)
             if body.type == "compliance_ll97":
-                compliance.ll97_period(period.end.year)
+                compliance.ll97_period(year)
             else:
-                compliance.berdo_period_index(period.end.year)
-                compliance.berdo_electricity_factor(period.end.year)
+                compliance.berdo_period_index(year)
+                compliance.berdo_electricity(year)
         except compliance.ComplianceError as exc:
             raise _invalid("reporting_period", exc.code, exc.message) from None
 
@@ -325,13 +322,29 @@ def _check_building(session: Session, principal: Principal, body: ReportCreate) 
             else compliance.berdo_unmapped_use_types(areas)
         )
         if unmapped:
-            scheme = "an LL97 occupancy group" if body.type == "compliance_ll97" else "a BERDO type"
+            scheme = (
+                "a Portfolio Manager property type (LL97)"
+                if body.type == "compliance_ll97"
+                else "a BERDO type"
+            )
             raise _invalid(
                 "building_id",
                 "unmapped_use_type",
                 f"The building's use type(s) {', '.join(unmapped)} have no equivalent in {scheme}; "
                 "give the building a use_types breakdown with specific uses.",
             )
+        # Only a building the law covers gets a verdict (docs/decisions.md CS4).
+        prop = session.get(Property, building.property_id)
+        rule = compliance.applicability(
+            compliance.LL97 if body.type == "compliance_ll97" else compliance.BERDO,
+            country=prop.country if prop else None,
+            state=prop.state if prop else None,
+            city=prop.city if prop else None,
+            gfa_m2=building.gfa_m2,
+            use_types=[u for u, _ in areas],
+        )
+        if not rule.applicable:
+            raise _invalid("building_id", "not_applicable", f"Not applicable: {rule.reason}")
     return building
 
 

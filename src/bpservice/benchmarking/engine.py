@@ -88,10 +88,19 @@ def _figures(energy: bm.EnergyPeriod | None, gfa_m2: float, country: str) -> Fig
         energy.period,
         kwh,
         energy.site_kwh / gfa_m2,
-        emissions.annual_kgco2e(kwh, country) / gfa_m2,
+        emissions.annual_kgco2e(
+            kwh, country, emissions.reporting_year(energy.period.start, energy.period.end)
+        )
+        / gfa_m2,
         emissions.annual_source_kwh(kwh, country) / gfa_m2,
         energy.twelve_full_months,
     )
+
+
+def use_details(building: Building) -> bm.UseDetails:
+    """The Portfolio Manager use details the service holds for a building: floor area and weekly
+    operating hours (workers, computers, percent cooled and degree days are not in the spec)."""
+    return bm.UseDetails(gfa_m2=building.gfa_m2, weekly_hours=building.operating_hours_week)
 
 
 def _scores(
@@ -106,7 +115,11 @@ def _scores(
     peers = _peer_euis(session, building, country)
     svc = bm.svc_score(figures.eui, list(peers.values()))
     rating = bm.energy_rating(
-        figures.source_eui, building.primary_use_type, figures.twelve_full_months
+        figures.source_eui,
+        building.primary_use_type,
+        figures.twelve_full_months,
+        country,
+        use_details(building),
     )
     scores: list[dict[str, Any]] = [
         {
@@ -122,6 +135,11 @@ def _scores(
             "score": rating.score,
             "eligible": rating.eligible,
             "certification_eligible": rating.certification_eligible,
+            # Extra fields (docs/decisions.md CS5): the method and whether the figure is
+            # only indicative, with the reason.
+            "method": rating.method,
+            "indicative": rating.indicative,
+            "indicative_reason": rating.indicative_reason,
             "calculated_at": stamp,
         },
     ]
@@ -212,6 +230,8 @@ def result_from(
         "data_quality_grade": current.quality.grade,
         "eui_kwh_m2": _r(figures.eui),
         "carbon_intensity_kgco2e_m2": _r(figures.carbon),
+        # Not in the spec's example; recorded in docs/decisions.md (CS6).
+        "source_eui_kwh_m2": _r(figures.source_eui),
         "scores": _scores(session, building, country, figures, calculated_at, now),
     }
 
@@ -278,7 +298,11 @@ def building_history(
             entry["svc_score"] = bm.svc_score(own.eui, others).score
         if want_rating:
             entry["energy_rating_score"] = bm.energy_rating(
-                own.source_eui, building.primary_use_type, own.twelve_full_months
+                own.source_eui,
+                building.primary_use_type,
+                own.twelve_full_months,
+                country,
+                use_details(building),
             ).score
         history.append(entry)
     return history
@@ -298,7 +322,13 @@ def portfolio_result(
     """The GFA-weighted aggregate over the environment's buildings on active properties.
     `property_ids` restricts it to the properties a caller may see (None: all)."""
     rows = session.execute(
-        select(Building, Property.country, BenchmarkSummary.kwh_by_type)
+        select(
+            Building,
+            Property.country,
+            BenchmarkSummary.kwh_by_type,
+            BenchmarkSummary.period_start,
+            BenchmarkSummary.period_end,
+        )
         .join(Property, Property.id == Building.property_id)
         .outerjoin(BenchmarkSummary, BenchmarkSummary.building_id == Building.id)
         .where(
@@ -310,15 +340,17 @@ def portfolio_result(
     ).all()
     groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     site: dict[str, tuple[float, float]] = {}  # building -> (site kWh, kgCO2e), annual
-    for building, ctry, kwh in rows:
+    for building, ctry, kwh, start, end in rows:
         if kwh:
-            site[building.id] = (sum(kwh.values()), emissions.annual_kgco2e(kwh, ctry))
+            # Each building's own reporting year picks its factor set, as in its own result.
+            year = emissions.reporting_year(start, end) if start and end else None
+            site[building.id] = (sum(kwh.values()), emissions.annual_kgco2e(kwh, ctry, year))
             groups[(building.primary_use_type, ctry)][building.id] = (
                 site[building.id][0] / building.gfa_m2
             )
     selected = [
         (b, ctry)
-        for b, ctry, _ in rows
+        for b, ctry, *_ in rows
         if (use_type is None or b.primary_use_type == use_type)
         and (country is None or ctry == country)
         and (min_grade is None or at_least(b.data_quality_grade, min_grade))

@@ -12,8 +12,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
-from bpservice.domain.tables import energy_rating_medians
+from bpservice.domain.tables import energy_rating_medians, energy_star_models
 
 KWH_M2_PER_KBTU_FT2 = 3.15459  # shared reference: 1 kBtu/ft² = 3.15459 kWh/m²
 PERIOD_MONTHS = 12
@@ -333,21 +334,136 @@ def median_source_eui_kwh_m2(use_type: str) -> float | None:
     return None if figure is None else figure.value * KWH_M2_PER_KBTU_FT2
 
 
+# ENERGY STAR scores and certification are US programmes (Canada runs its own models): a score
+# elsewhere is only indicative (docs/decisions.md CS5).
+CERTIFICATION_COUNTRIES = frozenset({"US"})
+SQFT_PER_M2 = 10.7639
+METHOD_MODEL = "energy_star_model"
+METHOD_MEDIAN = "median_ratio"
+
+
+@dataclass(frozen=True)
+class UseDetails:
+    """Portfolio Manager use details a model may need; None where the service holds no figure
+    (the model then uses the reference mean, which leaves the prediction unchanged)."""
+
+    gfa_m2: float | None = None
+    weekly_hours: float | None = None
+    workers_per_1000_sqft: float | None = None
+    computers_per_1000_sqft: float | None = None
+    percent_cooled: float | None = None  # 0-100
+    cooling_degree_days: float | None = None
+    small_bank: bool = False
+
+
+@dataclass(frozen=True)
+class Prediction:
+    source_eui_kbtu_ft2: float
+    defaulted: tuple[str, ...]  # the use details taken at the reference mean
+
+
+def office_prediction(model: Mapping[str, Any], details: UseDetails) -> Prediction:
+    """Predicted source EUI of EPA's office regression: constant + Σ coefficient x (value -
+    centre), square feet capped at 100,000; missing details take the centre (contribute 0)."""
+    terms = model["terms"]
+    values: dict[str, float | None] = {
+        "square_feet_capped_100000": None
+        if details.gfa_m2 is None
+        else min(details.gfa_m2 * SQFT_PER_M2, float(model["square_feet_cap"])),
+        "weekly_operating_hours": details.weekly_hours,
+        "workers_per_1000_sqft": details.workers_per_1000_sqft,
+        "computers_per_1000_sqft": details.computers_per_1000_sqft,
+        "percent_cooled_x_ln_cdd": None
+        if details.percent_cooled is None or not details.cooling_degree_days
+        else details.percent_cooled / 100 * math.log(details.cooling_degree_days),
+        "small_bank": 1.0 if details.small_bank else 0.0,
+    }
+    predicted = float(model["constant"])
+    defaulted = []
+    for name, term in terms.items():
+        value = values[name]
+        if value is None:
+            defaulted.append(name)
+            continue
+        predicted += float(term["coefficient"]) * (value - float(term["centre"]))
+    return Prediction(predicted, tuple(defaulted))
+
+
+def score_from_gamma(ratio: float, shape: float, scale: float) -> int:
+    """EPA's lookup: the score is 100 minus the whole percent of the fitted gamma population with
+    a ratio at or below this one (ratio < 0.1932 scores 100 for offices, >= 2.3444 scores 1)."""
+    percent = 100 * regularized_lower_gamma(shape, max(ratio, 0.0) / scale)
+    return min(100, max(1, 100 - math.floor(percent + 1e-9)))
+
+
 @dataclass(frozen=True)
 class EnergyRating:
     score: int | None
     eligible: bool
     certification_eligible: bool
+    # Why a score can never support certification here (None when it can).
+    indicative_reason: str | None = None
+    method: str | None = None
+
+    @property
+    def indicative(self) -> bool:
+        return self.indicative_reason is not None
+
+
+_DETAIL_WORDS = {
+    "square_feet_capped_100000": "floor area",
+    "weekly_operating_hours": "weekly operating hours",
+    "workers_per_1000_sqft": "workers",
+    "computers_per_1000_sqft": "computers",
+    "percent_cooled_x_ln_cdd": "percent cooled and cooling degree days",
+}
 
 
 def energy_rating(
-    source_eui_kwh_m2: float | None, use_type: str, twelve_full_months: bool
+    source_eui_kwh_m2: float | None,
+    use_type: str,
+    twelve_full_months: bool,
+    country: str = "US",
+    details: UseDetails | None = None,
 ) -> EnergyRating:
-    """Indicative score whenever there is data and a median for the use type; `eligible` only
-    with 12 full months for every energy meter; certification at eligible and >= 75."""
-    median = median_source_eui_kwh_m2(use_type)
-    if source_eui_kwh_m2 is None or median is None:
+    """1-100 score. Use types with a published ENERGY STAR model (office) are scored with it:
+    actual / predicted source EUI placed on EPA's fitted gamma curve. Others fall back to the
+    ratio to a national median on the service's gamma (shape 6). `eligible` needs 12 full months
+    for every energy meter. Certification needs eligible, >= 75, a US building and a method with
+    nothing assumed: the EPA model with every use detail given; otherwise the score is indicative
+    and says why."""
+    if source_eui_kwh_m2 is None:
         return EnergyRating(None, False, False)
-    score = rating_from_ratio(source_eui_kwh_m2 / median)
     eligible = twelve_full_months
-    return EnergyRating(score, eligible, eligible and score >= CERTIFICATION_SCORE)
+    reasons = []
+    if country not in CERTIFICATION_COUNTRIES:
+        reasons.append("outside the US: indicative only")
+    model = energy_star_models().get(use_type)
+    if model is not None:
+        prediction = office_prediction(model, details or UseDetails())
+        ratio = (source_eui_kwh_m2 / KWH_M2_PER_KBTU_FT2) / prediction.source_eui_kbtu_ft2
+        score = score_from_gamma(ratio, float(model["gamma_shape"]), float(model["gamma_scale"]))
+        method = METHOD_MODEL
+        missing = [_DETAIL_WORDS[d] for d in prediction.defaulted if d in _DETAIL_WORDS]
+        if missing:
+            reasons.append(
+                "reference means used for " + ", ".join(missing) + " (not held by the service)"
+            )
+    else:
+        figure = energy_rating_medians().get(use_type)
+        if figure is None:
+            return EnergyRating(None, False, False)
+        score = rating_from_ratio(source_eui_kwh_m2 / (figure.value * KWH_M2_PER_KBTU_FT2))
+        method = METHOD_MEDIAN
+        if figure.status != "V":
+            reasons.append(
+                "the national median is not confirmed against the current ENERGY STAR table"
+            )
+    reason = "; ".join(reasons) or None
+    return EnergyRating(
+        score,
+        eligible,
+        eligible and reason is None and score >= CERTIFICATION_SCORE,
+        reason,
+        method,
+    )

@@ -1,23 +1,34 @@
 """Building emissions compliance: NYC Local Law 97 and Boston BERDO 2.0, as pure functions.
 
-The published tables live in cited data files (`domain/data/ll97.json`, `domain/data/berdo.json`);
-this module only does the arithmetic. Inputs are annual site energy in kWh per meter type and the
-building's floor area per use type in m²; our use types are mapped to LL97 occupancy groups and BERDO
-building types by the tables in the same files (docs/decisions.md (reports section)).
+The published tables live in cited data files (`domain/data/ll97.json`, `domain/data/berdo.json`,
+each figure with its source and status); this module only does the arithmetic and the rules about
+which table applies. Inputs are a calendar year's site energy in kWh per meter type and the
+building's floor area per use type in m². Our use types map to ENERGY STAR Portfolio Manager
+property types (LL97), to LL97 occupancy groups (the 2024-2025 option) and to BERDO building types
+by the tables in the same files (docs/decisions.md, CS entries).
 
-LL97 (NYC Admin. Code §28-320): emissions = Σ energy * coefficient (electricity per kWh, fuels and
-steam per kBtu); limit = Σ area (ft²) of each occupancy group * that group's limit; excess =
-max(0, emissions - limit); penalty = excess * $268.
+LL97 (NYC Admin. Code §28-320, 1 RCNY §103-14): emissions = Σ energy x coefficient (electricity
+per kWh, fuels and steam per kBtu) with the coefficients of the year's compliance period; limit =
+Σ area (ft²) of each Portfolio Manager property type x that type's limit for the period. For
+2024-2025 an owner may instead use the statute's occupancy-group limits; we compute that option
+too and show it beside the property-type result. Excess = max(0, emissions - limit); penalty =
+excess x $268.
 
-BERDO 2.0: emissions = Σ energy (MMBtu) * emission factor; intensity = emissions / gross ft²; the
-standard of a building with several uses is the area-weighted blend of its types' standards.
+BERDO 2.0: grid electricity G = U (MWh) x (1 - R) x E, R the Massachusetts RPS Class I share of
+the year and E the year's grid factor (kgCO2e/MWh); other fuels = energy (MMBtu) x factor;
+intensity = emissions / gross ft²; the standard of a building with several uses is the
+area-weighted blend of its types' standards.
+
+Both laws are calendar-year filings for buildings in their own city above a size threshold:
+`require_calendar_year` and `applicability` say so before any arithmetic.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -25,6 +36,11 @@ from typing import Any
 from bpservice.domain.units import kwh_to_kbtu
 
 SQFT_PER_M2 = 10.7639  # 1 m² = 10.7639 ft² (shared/reference/benchmark-figures.md)
+
+LL97 = "ll97"
+BERDO = "berdo"
+METHOD_PROPERTY_TYPE = "property_type"
+METHOD_OCCUPANCY_GROUP = "occupancy_group"
 
 
 class ComplianceError(ValueError):
@@ -50,6 +66,111 @@ def berdo_table() -> dict[str, Any]:
     return _table("berdo.json")
 
 
+def _scheme_table(scheme: str) -> dict[str, Any]:
+    return ll97_table() if scheme == LL97 else berdo_table()
+
+
+# --- the period: one calendar year ---------------------------------------------------------------
+
+
+def require_calendar_year(start: dt.date, end: dt.date) -> int:
+    """Both laws are annual filings for a calendar year (1 January to 31 December): any other
+    period is refused rather than compared with an annual limit. Returns the year."""
+    if start != dt.date(start.year, 1, 1) or end != dt.date(start.year, 12, 31):
+        raise ComplianceError(
+            "calendar_year_required",
+            "LL97 and BERDO assess one calendar year: the reporting period must run from 1 "
+            f"January to 31 December of the same year (got {start} to {end}).",
+        )
+    return start.year
+
+
+# --- applicability: where and how large ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applicability:
+    applicable: bool
+    reason: str  # plain words for the document or the error message
+    threshold: str  # the law's coverage rule, always stated
+    caveat: str | None = None  # covered only under a condition we cannot check
+
+
+def _norm(value: Any) -> str:
+    return " ".join(str(value or "").replace(".", " ").split()).lower()
+
+
+def applicability(
+    scheme: str,
+    *,
+    country: str | None,
+    state: str | None,
+    city: str | None,
+    gfa_m2: float,
+    use_types: Iterable[str] = (),
+) -> Applicability:
+    """Whether the law covers the building: in the law's city (country, state when given, city)
+    and above its size threshold. BERDO also covers smaller buildings with 15 or more residential
+    units; the service stores no unit count, so a smaller residential building is assessed with
+    that condition stated (docs/decisions.md CS4)."""
+    rule = _scheme_table(scheme)["applicability"]
+    name = "NYC Local Law 97" if scheme == LL97 else "Boston BERDO 2.0"
+    place = ", ".join(str(p) for p in (city, state, country) if p)
+    threshold = str(rule["text"])
+    in_city = (
+        _norm(country) in {"us", "usa"}
+        and _norm(city) in set(rule["cities"])
+        and (not state or _norm(state) == rule["state"].lower())
+    )
+    if not in_city:
+        where = "New York City (NY, US)" if scheme == LL97 else "Boston (MA, US)"
+        return Applicability(
+            False,
+            f"{name} applies only to buildings in {where}; this building is in {place or 'an unknown place'}.",
+            threshold,
+        )
+    sqft = gfa_m2 * SQFT_PER_M2
+    if scheme == LL97:
+        limit = float(rule["min_gross_sqft_exclusive"])
+        if sqft <= limit:
+            return Applicability(
+                False,
+                f"{name} covers buildings of more than {limit:,.0f} ft²; this building has "
+                f"{sqft:,.0f} ft² (a building on a tax lot with others may still be covered "
+                "as part of the lot).",
+                threshold,
+            )
+        return Applicability(
+            True, f"In New York City, {sqft:,.0f} ft² (> {limit:,.0f} ft²).", threshold
+        )
+    minimum = float(rule["min_gross_sqft"])
+    if sqft >= minimum:
+        return Applicability(True, f"In Boston, {sqft:,.0f} ft² (≥ {minimum:,.0f} ft²).", threshold)
+    if "residential" in set(use_types):
+        return Applicability(
+            True,
+            f"In Boston, {sqft:,.0f} ft² (below {minimum:,.0f} ft²).",
+            threshold,
+            caveat=f"Below {minimum:,.0f} ft², BERDO covers the building only if it has "
+            f"{rule['min_residential_units']} or more residential units; the service holds no "
+            "unit count, so confirm this before relying on the figures.",
+        )
+    return Applicability(
+        False,
+        f"{name} covers buildings of {minimum:,.0f} ft² or more (or with "
+        f"{rule['min_residential_units']}+ residential units); this non-residential building "
+        f"has {sqft:,.0f} ft².",
+        threshold,
+    )
+
+
+def require_applicable(scheme: str, **building: Any) -> Applicability:
+    result = applicability(scheme, **building)
+    if not result.applicable:
+        raise ComplianceError("not_applicable", f"Not applicable: {result.reason}")
+    return result
+
+
 # --- floor areas ---------------------------------------------------------------------------------
 
 
@@ -68,8 +189,9 @@ def _unmapped(mapping: Mapping[str, str], areas: Iterable[tuple[str, float]]) ->
 
 
 def ll97_unmapped_use_types(areas: Iterable[tuple[str, float]]) -> list[str]:
-    """Use types with no LL97 occupancy group (e.g. mixed_use, other): a breakdown is needed."""
-    return _unmapped(ll97_table()["use_type_groups"], areas)
+    """Use types with no Portfolio Manager property type (mixed_use, other): a breakdown is
+    needed. The occupancy-group table maps exactly the same use types."""
+    return _unmapped(ll97_table()["use_type_property_types"], areas)
 
 
 def berdo_unmapped_use_types(areas: Iterable[tuple[str, float]]) -> list[str]:
@@ -95,17 +217,18 @@ class SourceLine:
     meter_type: str
     source: str | None
     kwh: float
-    quantity: float  # in `unit`: kWh for LL97 electricity, kBtu for LL97 fuels, MMBtu for BERDO
+    quantity: float  # in `unit`: kWh/MWh for electricity, kBtu (LL97) or MMBtu (BERDO) for fuels
     unit: str
     factor: float | None
     factor_unit: str
     tco2e: float | None
+    factor_detail: str = ""  # how the factor was formed, e.g. BERDO's E x (1 - R)
 
 
 @dataclass(frozen=True)
 class AreaLine:
     use_type: str
-    category: str  # LL97 occupancy group or BERDO building type
+    category: str  # Portfolio Manager property type, LL97 occupancy group or BERDO building type
     category_label: str
     area_m2: float
     area_sqft: float
@@ -117,6 +240,9 @@ class AreaLine:
 class LL97Result:
     year: int
     period: str
+    method: str  # METHOD_PROPERTY_TYPE or METHOD_OCCUPANCY_GROUP
+    method_text: str
+    factor_set: str
     sources: list[SourceLine]
     not_covered: list[str]  # meter types with energy but no published coefficient
     areas: list[AreaLine]
@@ -126,6 +252,9 @@ class LL97Result:
     excess_tco2e: float
     penalty_usd: float
     penalty_usd_per_tco2e: float
+    # For 2024-2025 only: the same year under the statute's occupancy-group limits, which the
+    # owner may elect instead (None from 2026).
+    alternative: LL97Result | None = None
 
     @property
     def compliant(self) -> bool:
@@ -136,6 +265,7 @@ class LL97Result:
 class BerdoResult:
     year: int
     period: str
+    factor_set: str
     sources: list[SourceLine]
     not_covered: list[str]
     areas: list[AreaLine]
@@ -147,6 +277,10 @@ class BerdoResult:
     excess_tco2e: float
     acp_usd: float
     acp_usd_per_tco2e: float
+    grid_kgco2e_per_mwh: float
+    rps_class_i: float
+    standards_in_force: bool = True  # False: a 20,000-35,000 ft² building before 2030
+    notes: list[str] = field(default_factory=list)
 
     @property
     def emissions_tco2e(self) -> float:
@@ -172,17 +306,16 @@ def ll97_period(year: int) -> dict[str, Any]:
     )
 
 
-def ll97_assess(
-    energy_kwh: Mapping[str, float], areas_m2: Sequence[tuple[str, float]], year: int
-) -> LL97Result:
-    """LL97 emissions, limit, excess and penalty for one calendar year."""
+def ll97_occupancy_group_allowed(year: int) -> bool:
+    return year <= int(ll97_table()["method_by_year"]["occupancy_group_option_last_year"])
+
+
+def _ll97_sources(
+    energy_kwh: Mapping[str, float], coefficients: Mapping[str, Any]
+) -> tuple[list[SourceLine], list[str]]:
     table = ll97_table()
-    period = ll97_period(year)
-    _require_mapped(ll97_unmapped_use_types(areas_m2), "LL97 occupancy group")
-    coefficients = period["coefficients"]
     source_of = table["meter_type_sources"]
     zero = set(table["zero_emission_meter_types"])
-
     sources: list[SourceLine] = []
     not_covered: list[str] = []
     for meter_type, kwh in sorted(energy_kwh.items()):
@@ -211,24 +344,37 @@ def ll97_assess(
                 quantity * factor,
             )
         )
+    return sources, not_covered
 
-    limits = period["limits_tco2e_per_sqft"]
-    labels = table["occupancy_groups"]
-    groups = table["use_type_groups"]
-    areas: list[AreaLine] = []
-    for use_type, m2 in areas_m2:
-        group = groups[use_type]
-        sqft = m2 * SQFT_PER_M2
-        limit = float(limits[group])
-        areas.append(AreaLine(use_type, group, labels[group], m2, sqft, limit, sqft * limit))
 
+def _ll97_result(
+    year: int,
+    period: Mapping[str, Any],
+    method: str,
+    sources: list[SourceLine],
+    not_covered: list[str],
+    areas: list[AreaLine],
+) -> LL97Result:
+    table = ll97_table()
     emissions = sum(s.tco2e for s in sources if s.tco2e is not None)
     limit_total = sum(a.allowed_tco2e for a in areas)
     excess = max(0.0, emissions - limit_total)
     rate = float(table["penalty_usd_per_tco2e"])
+    if method == METHOD_PROPERTY_TYPE:
+        method_text = (
+            f"Limits by Portfolio Manager property type, 1 RCNY §103-14 ({period['name']} column)"
+        )
+    else:
+        method_text = (
+            "Limits by occupancy group, NYC Admin. Code §28-320.3.1 (an option for 2024-2025 only)"
+        )
+    coefficient_source = period["coefficients_source"]["source"].split(" (")[0]
     return LL97Result(
         year=year,
         period=period["name"],
+        method=method,
+        method_text=method_text,
+        factor_set=f"carbon coefficients for {period['name']} ({coefficient_source})",
         sources=sources,
         not_covered=not_covered,
         areas=areas,
@@ -239,6 +385,43 @@ def ll97_assess(
         penalty_usd=excess * rate,
         penalty_usd_per_tco2e=rate,
     )
+
+
+def ll97_assess(
+    energy_kwh: Mapping[str, float], areas_m2: Sequence[tuple[str, float]], year: int
+) -> LL97Result:
+    """LL97 emissions, limit, excess and penalty for one calendar year, with limits by Portfolio
+    Manager property type; for 2024-2025 also the occupancy-group option as `alternative`."""
+    table = ll97_table()
+    period = ll97_period(year)
+    _require_mapped(ll97_unmapped_use_types(areas_m2), "Portfolio Manager property type")
+    sources, not_covered = _ll97_sources(energy_kwh, period["coefficients"])
+
+    type_of = table["use_type_property_types"]
+    type_limits = period["property_type_limits_tco2e_per_sqft"]
+    areas = []
+    for use_type, m2 in areas_m2:
+        espm = type_of[use_type]
+        sqft = m2 * SQFT_PER_M2
+        limit = float(type_limits[espm])
+        areas.append(AreaLine(use_type, espm, espm, m2, sqft, limit, sqft * limit))
+    result = _ll97_result(year, period, METHOD_PROPERTY_TYPE, sources, not_covered, areas)
+    if not ll97_occupancy_group_allowed(year):
+        return result
+
+    group_of = table["use_type_groups"]
+    labels = table["occupancy_groups"]
+    group_limits = period["occupancy_group_limits_tco2e_per_sqft"]
+    group_areas = []
+    for use_type, m2 in areas_m2:
+        group = group_of[use_type]
+        sqft = m2 * SQFT_PER_M2
+        limit = float(group_limits[group])
+        group_areas.append(AreaLine(use_type, group, labels[group], m2, sqft, limit, sqft * limit))
+    alternative = _ll97_result(
+        year, period, METHOD_OCCUPANCY_GROUP, sources, not_covered, group_areas
+    )
+    return LL97Result(**{**result.__dict__, "alternative": alternative})
 
 
 # --- BERDO ---------------------------------------------------------------------------------------
@@ -256,30 +439,41 @@ def berdo_period_index(year: int) -> int:
     )
 
 
-def berdo_electricity_factor(year: int) -> float:
-    """kgCO2e/MMBtu for grid electricity: the latest published year at or before `year` (the table
-    lists 2025, 2027, 2030 and 2050 only, and factors only fall over time)."""
-    by_year = {
-        int(y): float(v) for y, v in berdo_table()["electricity_kgco2e_per_mmbtu_by_year"].items()
-    }
-    known = [y for y in by_year if y <= year]
-    if not known:
+def berdo_electricity(year: int) -> tuple[float, float]:
+    """(E kgCO2e/MWh, R RPS Class I share) of `year`: BERDO publishes both for every year."""
+    electricity = berdo_table()["electricity"]
+    grid = electricity["grid_kgco2e_per_mwh_by_year"]
+    rps = electricity["rps_class_i_by_year"]
+    if str(year) not in grid or str(year) not in rps:
         raise ComplianceError(
             "unsupported_compliance_year",
-            f"No BERDO electricity emission factor is published for {year} or earlier.",
+            f"No BERDO grid electricity factor is tabulated for {year} (the table covers "
+            f"{min(grid)}-{max(grid)}).",
         )
-    return by_year[max(known)]
+    return float(grid[str(year)]), float(rps[str(year)])
+
+
+def berdo_electricity_factor(year: int) -> float:
+    """kgCO2e per MWh of grid electricity in `year` after the RPS adjustment: E x (1 - R)."""
+    e, r = berdo_electricity(year)
+    return e * (1 - r)
 
 
 def berdo_assess(
-    energy_kwh: Mapping[str, float], areas_m2: Sequence[tuple[str, float]], year: int
+    energy_kwh: Mapping[str, float],
+    areas_m2: Sequence[tuple[str, float]],
+    year: int,
+    *,
+    gross_sqft: float | None = None,
 ) -> BerdoResult:
-    """BERDO emissions intensity against the (area-blended) standard for one calendar year."""
+    """BERDO emissions intensity against the (area-blended) standard for one calendar year.
+    `gross_sqft` (the whole building) decides whether the standards are yet in force: buildings
+    under 35,000 ft² meet them from 2030 (before that, figures are for information)."""
     table = berdo_table()
     index = berdo_period_index(year)
     _require_mapped(berdo_unmapped_use_types(areas_m2), "BERDO building type")
+    grid, rps = berdo_electricity(year)
     factors = dict(table["emission_factors_kgco2e_per_mmbtu"])
-    factors["electricity"] = berdo_electricity_factor(year)
     source_of = table["meter_type_sources"]
     zero = set(table["zero_emission_meter_types"])
 
@@ -298,6 +492,23 @@ def berdo_assess(
         if source is None:
             not_covered.append(meter_type)
             sources.append(SourceLine(meter_type, None, kwh, mmbtu, "MMBtu", None, "", None))
+            continue
+        if source == "electricity":
+            mwh = kwh / 1000
+            factor = grid * (1 - rps)
+            sources.append(
+                SourceLine(
+                    meter_type,
+                    source,
+                    kwh,
+                    mwh,
+                    "MWh",
+                    factor,
+                    "kgCO2e/MWh",
+                    mwh * factor / 1000,
+                    f"E = {grid:g} kgCO2e/MWh x (1 - R), R = {rps:.0%} RPS Class I",
+                )
+            )
             continue
         factor = float(factors[source])
         # tco2e holds tonnes so every SourceLine means the same thing; kg = tco2e * 1000.
@@ -332,9 +543,25 @@ def berdo_assess(
     allowed_t = sum(a.allowed_tco2e for a in areas)
     excess_t = max(0.0, emissions_kg / 1000 - allowed_t)
     rate = float(table["alternative_compliance_payment_usd_per_tco2e"])
+    phase = table["standards_phase_in"]
+    in_force = (gross_sqft if gross_sqft is not None else area_sqft) >= float(
+        phase["large_min_gross_sqft"]
+    ) or year >= int(phase["small_first_year"])
+    notes = []
+    if not in_force:
+        notes.append(
+            f"Buildings under {phase['large_min_gross_sqft']:,} ft² (and under "
+            f"{phase['large_min_units']} units) must meet the emissions standards from "
+            f"{phase['small_first_year']}; for {year} they report emissions only. The comparison "
+            "with the standard is shown for information and no payment is due."
+        )
     return BerdoResult(
         year=year,
         period=table["periods"][index]["name"],
+        factor_set=(
+            f"BERDO Emissions Factors List: grid electricity {year} E = {grid:g} kgCO2e/MWh with "
+            f"RPS Class I R = {rps:.0%} (225 CMR 14.07); fuel and district energy factors"
+        ),
         sources=sources,
         not_covered=not_covered,
         areas=areas,
@@ -343,13 +570,17 @@ def berdo_assess(
         intensity_kgco2e_per_sqft=emissions_kg / area_sqft if area_sqft else 0.0,
         standard_kgco2e_per_sqft=1000 * allowed_t / area_sqft if area_sqft else 0.0,
         allowed_tco2e=allowed_t,
-        excess_tco2e=excess_t,
-        acp_usd=excess_t * rate,
+        excess_tco2e=excess_t if in_force else 0.0,
+        acp_usd=excess_t * rate if in_force else 0.0,
         acp_usd_per_tco2e=rate,
+        grid_kgco2e_per_mwh=grid,
+        rps_class_i=rps,
+        standards_in_force=in_force,
+        notes=notes,
     )
 
 
 def sources_cited(scheme: str) -> list[str]:
-    """The citations printed on a report, straight from the data file."""
-    table = ll97_table() if scheme == "ll97" else berdo_table()
-    return [table["title"], *table["sources"]]
+    """The citations printed on a report, straight from the data file (no internal tags)."""
+    table = _scheme_table(scheme)
+    return [table["title"], *table["citations"]]

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bpservice.domain.emissions import carrier
-from bpservice.domain.pathways import typical_intensity
-from bpservice.domain.tables import Band, EpcScale, epc_scales
+from bpservice.domain.tables import Band, EpcScale, epc_scales, regional_schemes, typical_energy
 
 
 def has_scale(country: str) -> bool:
@@ -36,9 +35,20 @@ def band_for(value: float, bands: tuple[Band, ...], strict: bool, second: bool =
     return bands[-1].grade
 
 
+def tm46_benchmark_intensity(use_type: str) -> float:
+    """kgCO2/m² of the CIBSE TM46 benchmark for the use type, priced with TM46's own CO2 factors
+    (electricity 0.55, fossil thermal 0.19 kgCO2/kWh) as TM46 defines it for a DEC."""
+    factors = regional_schemes()["GB"]["tm46_co2_factors_kg_per_kwh"]
+    tm = typical_energy().get(use_type) or typical_energy()["other"]
+    return tm.electricity_kwh_m2 * float(factors["electricity"]) + tm.fossil_kwh_m2 * float(
+        factors["fossil_thermal"]
+    )
+
+
 def operational_rating(carbon_intensity: float, use_type: str, country: str = "GB") -> int:
-    """DEC-style rating: 100 is a typical building of the use type; rounded half up."""
-    return math.floor(100.0 * carbon_intensity / typical_intensity(use_type, country) + 0.5)
+    """DEC-style rating: 100 is a typical building of the use type (the TM46 benchmark); rounded
+    half up. `country` is kept for callers; the DEC benchmark is the UK's."""
+    return math.floor(100.0 * carbon_intensity / tm46_benchmark_intensity(use_type) + 0.5)
 
 
 def primary_energy_factor(scale: EpcScale, meter_type: str, on: dt.date) -> float:

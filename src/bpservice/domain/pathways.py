@@ -42,12 +42,19 @@ def _interpolate(points: tuple[tuple[int, float], ...], year: float) -> float:
     return points[-1][1]
 
 
+# The derivation scales CRREM's published pathways by ratios of typical intensities; it uses one
+# fixed factor set (the 2024 sets it was defined with, B11) so a new year's UK factors do not
+# shift every derived pathway (docs/decisions.md CS7).
+DERIVATION_FACTOR_YEAR = 2024
+
+
 def typical_intensity(use_type: str, country: str) -> float:
     """kgCO2e/m² of a typical building of `use_type` (TM46 energy) with `country`'s factors."""
     tm = typical_energy().get(use_type) or typical_energy()["other"]
+    year = DERIVATION_FACTOR_YEAR
     return tm.electricity_kwh_m2 * emission_factor(
-        country, "electricity"
-    ) + tm.fossil_kwh_m2 * emission_factor(country, "natural_gas")
+        country, "electricity", year
+    ) + tm.fossil_kwh_m2 * emission_factor(country, "natural_gas", year)
 
 
 @dataclass(frozen=True)

@@ -36,17 +36,37 @@ class Figure:
     value: float
     source: str
     status: str
+    set_name: str = ""  # the factor set a document names, e.g. "UK DESNZ conversion factors 2025"
+
+
+@cache
+def emission_factor_sets() -> dict[tuple[str, str], tuple[tuple[int, Figure], ...]]:
+    """(country or "*", energy source) -> ((first year the row applies, factor), ...) in year
+    order; a row without a year applies to every year. kgCO2e per kWh of site energy."""
+    out: dict[tuple[str, str], list[tuple[int, Figure]]] = {}
+    for r in _csv("emission_factors.csv"):
+        figure = Figure(float(r["kgco2e_per_kwh"]), r["source"], r["status"], r["set_name"])
+        year = int(r["from_year"]) if r["from_year"] else 0
+        out.setdefault((r["country"], r["energy_source"]), []).append((year, figure))
+    return {k: tuple(sorted(v, key=lambda p: p[0])) for k, v in out.items()}
+
+
+def factor_for_year(rows: tuple[tuple[int, Figure], ...], year: int | None) -> Figure:
+    """The row of the reporting year's set: the latest that starts at or before `year` (the
+    earliest held for an earlier year; the latest when `year` is None)."""
+    if year is None:
+        return rows[-1][1]
+    chosen = rows[0][1]
+    for first, figure in rows:
+        if first <= year:
+            chosen = figure
+    return chosen
 
 
 @cache
 def emission_factors() -> dict[tuple[str, str], Figure]:
-    """(country or "*", energy source) -> kgCO2e per kWh of site energy."""
-    return {
-        (r["country"], r["energy_source"]): Figure(
-            float(r["kgco2e_per_kwh"]), r["source"], r["status"]
-        )
-        for r in _csv("emission_factors.csv")
-    }
+    """(country or "*", energy source) -> the latest kgCO2e per kWh of site energy."""
+    return {k: rows[-1][1] for k, rows in emission_factor_sets().items()}
 
 
 @cache
@@ -148,5 +168,11 @@ def epc_scales() -> dict[str, EpcScale]:
 
 
 @cache
-def regional_schemes() -> dict[str, dict[str, str]]:
+def energy_star_models() -> dict[str, dict[str, Any]]:
+    """use type -> a published ENERGY STAR score model (regression and gamma fit)."""
+    return {k: v for k, v in _json("energy_star_models.json").items() if not k.startswith("_")}
+
+
+@cache
+def regional_schemes() -> dict[str, dict[str, Any]]:
     return {k: v for k, v in _json("regional_schemes.json").items() if not k.startswith("_")}

@@ -16,10 +16,21 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bpservice.domain import compliance
+from bpservice.domain import compliance, emissions
 from bpservice.domain.compliance import SQFT_PER_M2, BerdoResult, LL97Result
 from bpservice.reporting.catalogue import TEMPLATE_COLUMNS
-from bpservice.reporting.document import DASH, Column, Document, Facts, Note, Table, Value, number
+from bpservice.reporting.document import (
+    DASH,
+    Amount,
+    Column,
+    Document,
+    Facts,
+    FactValue,
+    Note,
+    Table,
+    Value,
+    number,
+)
 
 Entry = Mapping[str, Any]
 
@@ -193,7 +204,9 @@ def _out_of_100(value: Any) -> str:
 def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
     standard = str(score.get("standard"))
     if standard == "svc":
-        peers = f"{score.get('peer_count')} peer building(s) in group {score.get('peer_group')}"
+        peers = (
+            f"{score.get('peer_count')} peer building(s): {_peer_label(score.get('peer_group'))}"
+        )
         if score.get("score") is None:
             return ("svc benchmark", "Not scored", f"too few peers to score: {peers}")
         return (
@@ -204,8 +217,12 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
     if standard == "energy_rating":
         if score.get("score") is None:
             return ("Energy rating", "Not scored", "not eligible for a rating")
-        eligible = "eligible" if score.get("certification_eligible") else "not eligible"
-        return ("Energy rating", _out_of_100(score["score"]), f"certification {eligible}")
+        if score.get("indicative"):
+            detail = f"indicative: {score.get('indicative_reason')}"
+        else:
+            eligible = "eligible" if score.get("certification_eligible") else "not eligible"
+            detail = f"certification {eligible}"
+        return ("Energy rating", _out_of_100(score["score"]), detail)
     if standard == "eu_epc":
         return (
             "EU energy performance certificate",
@@ -223,7 +240,7 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
             "Decarbonisation pathway",
             f"Stranding {year(score.get('stranding_year_1_5c'))} (1.5 °C)",
             f"{year(score.get('stranding_year_2c'))} under 2 °C; current {current} vs target "
-            f"{target} kgCO2e/m² ({score.get('pathway')})",
+            f"{target} kgCO2e/m² ({_pathway_label(score.get('pathway'))})",
         )
     if standard == "regional_rating":
         if not score.get("applicable"):
@@ -233,9 +250,32 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
         result = (
             "Not rated" if value is None else f"{value}" + (f" (band {grade})" if grade else "")
         )
-        return ("Regional rating", result, str(score.get("scheme") or ""))
+        return ("Regional rating", result, _SCHEME_LABELS.get(str(score.get("scheme")), ""))
     value = score.get("score", score.get("grade", ""))
     return (_label(standard), str(value), "")
+
+
+_SCHEME_LABELS = {
+    "uk_dec": "UK Display Energy Certificate operational rating (CIBSE TM46 benchmark)",
+}
+
+
+def _peer_label(group: Any) -> str:
+    """'office:GB' -> 'office buildings in GB' (the API's group id is not for documents)."""
+    use, _, country = str(group or "").partition(":")
+    return f"{_label(use).lower()} buildings in {country}" if country else str(group or "")
+
+
+def _pathway_label(name: Any) -> str:
+    """'crrem-v2.05-1.5c-gb-office' -> 'CRREM v2.05 1.5 °C pathway, GB office'; derived
+    pathways say so."""
+    parts = str(name or "").split("-")
+    if len(parts) == 5 and parts[0] == "crrem":
+        return f"CRREM {parts[1]} 1.5 °C pathway, {parts[3].upper()} {parts[4]}"
+    if len(parts) >= 4 and parts[0] == "derived":
+        use = " ".join(parts[3:]).replace("_", " ")
+        return f"derived from the CRREM UK office 1.5 °C pathway for {parts[2].upper()} {use}"
+    return str(name or "")
 
 
 def _energy_table(energy: Mapping[str, float]) -> Table:
@@ -258,6 +298,41 @@ def _energy_table(energy: Mapping[str, float]) -> Table:
     )
 
 
+def _period_mismatch(requested: Entry, used: Entry | None) -> str | None:
+    """A warning when the figures are not for the requested dates (a certificate always shows the
+    building's latest 12 months with data, docs/decisions.md CS9)."""
+    if not used or not used.get("start"):
+        return None
+    r0, r1 = _date(requested.get("start")), _date(requested.get("end"))
+    u0, u1 = _date(used.get("start")), _date(used.get("end"))
+    if (r0, r1) == (u0, u1):
+        return None
+    return (
+        f"The figures below are for the building's latest 12 months with data, {u0} to {u1}, "
+        f"not for the requested period {r0} to {r1}. No figures for the requested dates are "
+        "shown."
+    )
+
+
+def certificate_method(country: Any, year: int | None) -> str:
+    """What a benchmark certificate's figures rest on: the factor sets and methods, with years."""
+    return (
+        "Energy use intensity = annual site energy / gross floor area. Carbon intensity = energy "
+        f"by carrier x emission factors for {country}"
+        + (f" (factor sets for reporting year {year})" if year else "")
+        + f": {emissions.factor_set_text(country, year)}. "
+        "Source energy = site energy x ENERGY STAR source-site ratios (US ratios; Canadian for "
+        "CA). Energy rating: offices use EPA's ENERGY STAR office model (Technical Reference, "
+        "August 2018: regression of source EUI on floor area, weekly hours, workers and "
+        "computers per 1,000 ft² and percent cooled x ln CDD, gamma shape 4.016, scale 0.2328), "
+        "with EPA's reference means for the details the service does not hold; other use types "
+        "use the ratio to a national median source EUI on a gamma curve of shape 6. A rating is "
+        "indicative whenever a detail was assumed, the median is unconfirmed or the building is "
+        "outside the US, and certification eligibility is then never claimed. svc score: the "
+        "building's percentile among the service's own peers of the same use type and country."
+    )
+
+
 def benchmark_certificate(
     report: Entry, organisation: Entry, entry: Entry, history: Sequence[Entry]
 ) -> Document:
@@ -269,8 +344,8 @@ def benchmark_certificate(
     meta = [
         ("Certificate no.", str(report["id"])),
         ("Organisation", str(organisation.get("name"))),
-        ("Assessment period", _period_text(bench.get("reporting_period"))),
         ("Requested period", _period_text(report["period"])),
+        ("Assessment period used", _period_text(bench.get("reporting_period"))),
         ("Issued", _timestamp(report["generated_at"])),
     ]
     headline = Facts(
@@ -280,6 +355,12 @@ def benchmark_certificate(
             (
                 "Carbon intensity",
                 f"{number(bench.get('carbon_intensity_kgco2e_m2') or 0, 1)} kgCO2e/m²/yr",
+            ),
+            (
+                "Source energy use intensity",
+                f"{number(bench['source_eui_kwh_m2'], 1)} kWh/m²/yr"
+                if bench.get("source_eui_kwh_m2") is not None
+                else DASH,
             ),
             ("Data quality grade", str(bench.get("data_quality_grade"))),
             ("Annual energy", f"{number(row['annual_energy_kwh'] or 0)} kWh"),  # type: ignore[arg-type]
@@ -306,8 +387,13 @@ def benchmark_certificate(
         [Column("standard", "Standard"), Column("result", "Result"), Column("detail", "Detail")],
         [{"standard": s, "result": r, "detail": d} for s, r, d in scores],
     )
-    sections: list[Facts | Table | Note] = [headline, building, score_table]
+    sections: list[Facts | Table | Note] = []
+    mismatch = _period_mismatch(report["period"], bench.get("reporting_period"))
+    if mismatch:
+        sections.append(Note("Assessment period", mismatch, warning=True))
+    sections += [headline, building, score_table]
     sections.append(_energy_table(entry.get("energy_kwh") or {}))
+    sections.append(coverage_section(entry.get("coverage"), bench.get("data_quality_grade")))
     if history:
         sections.append(
             Table(
@@ -330,11 +416,21 @@ def benchmark_certificate(
                 ],
             )
         )
+    used = bench.get("reporting_period") or {}
+    year = (
+        emissions.reporting_year(_date(used["start"]), _date(used["end"]))  # type: ignore[arg-type]
+        if used.get("start") and used.get("end")
+        else None
+    )
+    sections.append(Note("Method and factors", certificate_method(p.get("country"), year)))
     sections.append(
         Note(
-            None,
-            "Figures are annualised from the meter readings held by the service for the "
-            "assessment period; scores are the service's benchmark results at the time of issue.",
+            "Important",
+            "An estimate prepared from the meter readings held by the service over the assessment "
+            "period shown; scores are the service's benchmark results at the time of issue. It is "
+            "not an ENERGY STAR certification, a Display Energy Certificate or an energy "
+            "performance certificate lodged by an accredited assessor, and no deductions, "
+            "renewable energy credits or adjustments have been applied.",
         )
     )
     return Document(
@@ -372,7 +468,8 @@ def _require_entries(entries: Sequence[Entry], filters: Mapping[str, Any] | None
 def portfolio_totals(rows: Sequence[Mapping[str, Value]]) -> dict[str, Value]:
     """The totals row: sums of quantities, area-weighted means of intensities and scores."""
     svc = _weighted(rows, "svc_score")
-    rating = _weighted(rows, "energy_rating_score")
+    # The energy rating is a US model: its average is over US buildings only (CS11).
+    rating = _weighted([r for r in rows if r.get("country") == "US"], "energy_rating_score")
     return {
         "property_name": "Total",
         "building_name": f"{len(rows)} buildings",
@@ -391,30 +488,35 @@ def portfolio_summary(
 ) -> Document:
     filters = report.get("filters")
     _require_entries(entries, filters)
-    rows = [building_row(e) for e in entries]
-    rows.sort(
-        key=lambda r: (str(r["property_name"]), str(r["building_name"]), str(r["building_id"]))
-    )
+    ordered = sorted_entries(entries)
+    rows = [building_row(e) for e in ordered]
+    for row, entry in zip(rows, ordered, strict=True):
+        period = (entry.get("benchmark") or {}).get("reporting_period")
+        row["assessment_period"] = _months_text(period)
     columns = [TEMPLATE_COLUMNS[k].column for k in _PORTFOLIO_COLUMNS]
+    grade_at = _PORTFOLIO_COLUMNS.index("data_quality_grade") + 1
+    columns.insert(grade_at, Column("assessment_period", "Assessment period"))
     totals = portfolio_totals(rows)
     with_data = sum(1 for r in rows if r["eui_kwh_m2"] is not None)
-    facts: list[tuple[str, str]] = [
+    facts: list[tuple[str, FactValue]] = [
         ("Buildings", f"{len(rows)} ({with_data} with energy data)"),
-        ("Total floor area", f"{number(totals['gfa_m2'] or 0)} m²"),  # type: ignore[arg-type]
+        ("Total floor area", Amount(float(totals["gfa_m2"] or 0), 0, "m²")),  # type: ignore[arg-type]
     ]
     if totals["eui_kwh_m2"] is not None:
-        facts.append(("Area-weighted EUI", f"{number(totals['eui_kwh_m2'], 1)} kWh/m²/yr"))  # type: ignore[arg-type]
+        facts.append(("Area-weighted EUI", Amount(float(totals["eui_kwh_m2"]), 1, "kWh/m²/yr")))  # type: ignore[arg-type]
     if totals["carbon_intensity_kgco2e_m2"] is not None:
         facts.append(
             (
                 "Area-weighted carbon intensity",
-                f"{number(totals['carbon_intensity_kgco2e_m2'], 1)} kgCO2e/m²/yr",  # type: ignore[arg-type]
+                Amount(float(totals["carbon_intensity_kgco2e_m2"]), 1, "kgCO2e/m²/yr"),  # type: ignore[arg-type]
             )
         )
-    facts.append(("Annual emissions", f"{number(totals['annual_emissions_tco2e'] or 0, 1)} tCO2e"))  # type: ignore[arg-type]
+    facts.append(
+        ("Annual emissions", Amount(float(totals["annual_emissions_tco2e"] or 0), 1, "tCO2e"))  # type: ignore[arg-type]
+    )
     if portfolio:
         if portfolio.get("weighted_svc_score") is not None:
-            facts.append(("Weighted svc score", number(portfolio["weighted_svc_score"], 0)))
+            facts.append(("Weighted svc score", Amount(float(portfolio["weighted_svc_score"]), 0)))
         grades = portfolio.get("grade_distribution") or {}
         if grades:
             facts.append(
@@ -434,10 +536,60 @@ def portfolio_summary(
                 rows,
                 totals=totals,
                 note="Totals: sums of floor area, energy and emissions; EUI, carbon intensity and "
-                "scores are floor-area-weighted means over the buildings that have them.",
+                "the svc score are floor-area-weighted means over the buildings that have them; "
+                "the energy rating total is over US buildings only.",
             ),
+            Note("Method and factors", portfolio_method(rows)),
         ],
         data=_json_meta(report, organisation, title),
+    )
+
+
+def sorted_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Entries in the order of their rows: property name, building name, building id."""
+    return sorted(
+        entries,
+        key=lambda e: (
+            str(e["property"]["name"]),
+            str(e["building"]["name"]),
+            str(e["building"]["id"]),
+        ),
+    )
+
+
+def _months_text(period: Mapping[str, Any] | None) -> str | None:
+    if not period or not period.get("start"):
+        return None
+    start, end = _date(period["start"]), _date(period["end"])
+    return f"{start:%Y-%m} to {end:%Y-%m}"
+
+
+def portfolio_method(rows: Sequence[Mapping[str, Value]]) -> str:
+    """The method and factor sets behind a portfolio summary, per country present."""
+    countries = sorted({str(r["country"]) for r in rows if r.get("country")})
+    sets = []
+    for country in countries:
+        years = sorted(
+            {
+                emissions.reporting_year(r["reporting_period_start"], r["reporting_period_end"])  # type: ignore[arg-type]
+                for r in rows
+                if r.get("country") == country and r.get("reporting_period_start")
+            }
+        )
+        for year in years or [None]:
+            label = f"{country} {year}" if year else country
+            sets.append(f"{label}: {emissions.factor_set_text(country, year)}")
+    return (
+        "Each row is the building's latest 12 months with data (its assessment period, shown per "
+        "row); energy in months without full readings is estimated by scaling. Carbon intensity "
+        "uses location-based emission factors of the building's country, from the factor set of "
+        "the reporting year (the calendar year holding most of the period): "
+        + "; ".join(sets)
+        + ". The energy rating is the service's indicative rating against US national medians "
+        "(see each certificate); the svc score is a percentile among the service's own peers. "
+        "These carbon figures differ from an LL97 or BERDO assessment of the same building, "
+        "which uses the law's own coefficients (e.g. LL97 0.000288962 tCO2e/kWh for grid "
+        "electricity, BERDO's yearly grid factor less the RPS share) over a calendar year."
     )
 
 
@@ -566,16 +718,25 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
     )
 
     title = TYPE_TITLES["compliance_esg"]
+    period = report["period"]
+    start, end = _date(period["start"]), _date(period["end"])
+    year = emissions.reporting_year(start, end)  # type: ignore[arg-type]
+    countries = sorted({str(e["property"].get("country")) for e in entries})
+    meta = [
+        *_meta(report, organisation)[:3],
+        ("Assessment period used", f"{_period_text(period)} (the requested months exactly)"),
+        *_meta(report, organisation)[3:],
+    ]
     return Document(
         title,
         f"{organisation.get('name')} · {_filters_text(filters)}",
-        _meta(report, organisation),
+        meta,
         [
             Facts(
                 "Scope",
                 [
-                    ("Properties", str(len(energy_rows))),
-                    ("Buildings", str(len(entries))),
+                    ("Properties", Amount(len(energy_rows))),
+                    ("Buildings", Amount(len(entries))),
                     ("Filters", _filters_text(filters)),
                 ],
             ),
@@ -624,17 +785,104 @@ def compliance_esg(report: Entry, organisation: Entry, entries: Sequence[Entry])
                 totals=water_totals,
                 note="Intensity divides water by the floor area of the buildings with water data.",
             ),
+            _esg_coverage(entries),
+            Note(
+                "Method",
+                "Energy per carrier over the requested months, months without full readings "
+                "estimated by scaling each meter's readings to the period. Location-based "
+                f"emissions with the factor set of reporting year {year} for each country: "
+                + "; ".join(f"{c}: {emissions.factor_set_text(c, year)}" for c in countries)
+                + ".",
+            ),
+            Note(
+                "Important",
+                "An estimate prepared from the meter readings held by the service, not an "
+                "audited disclosure; no market-based instruments, renewable energy credits, "
+                "offsets or adjustments have been applied.",
+            ),
         ],
         data=_json_meta(report, organisation, title),
     )
 
 
+def _esg_coverage(entries: Sequence[Entry]) -> Table:
+    """Per building: energy meters, and the fewest fully metered / most estimated months."""
+    rows: list[dict[str, Value]] = []
+    for e in sorted_entries(entries):
+        meters = (e.get("coverage") or {}).get("meters") or []
+        rows.append(
+            {
+                "property": e["property"]["name"],
+                "building": e["building"]["name"],
+                "meters": len(meters),
+                "complete": min((m["complete_months"] for m in meters), default=None),
+                "estimated": max((m["estimated_months"] for m in meters), default=None),
+                "grade": e["building"].get("data_quality_grade"),
+            }
+        )
+    return Table(
+        "Coverage",
+        "Data coverage by building",
+        [
+            Column("property", "Property"),
+            Column("building", "Building"),
+            Column("meters", "Energy meters", "integer"),
+            Column("complete", "Months fully metered (least)", "integer"),
+            Column("estimated", "Months estimated (most)", "integer"),
+            Column("grade", "Data-quality grade"),
+        ],
+        rows,
+        note="A building without energy meters or readings shows dashes and adds nothing.",
+    )
+
+
 # --- LL97 and BERDO ------------------------------------------------------------------------------
+
+_AUTHORITY = {
+    "compliance_ll97": "the NYC Department of Buildings",
+    "compliance_berdo": "the City of Boston",
+}
 
 
 def compliance_year(report: Entry) -> int:
-    """The calendar year assessed: the year in which the reporting period ends."""
+    """The calendar year assessed (the requested period is exactly that year: CS3)."""
     return _date(report["period"]["end"]).year  # type: ignore[union-attr]
+
+
+def _scheme(report_type: str) -> str:
+    return compliance.LL97 if report_type == "compliance_ll97" else compliance.BERDO
+
+
+def _applicability(report_type: str, building: Entry, prop: Entry) -> compliance.Applicability:
+    areas = compliance.areas_by_use_type(
+        building["gfa_m2"], building["primary_use_type"], building.get("use_types")
+    )
+    return compliance.applicability(
+        _scheme(report_type),
+        country=prop.get("country"),
+        state=prop.get("state"),
+        city=prop.get("city"),
+        gfa_m2=float(building["gfa_m2"]),
+        use_types=[u for u, _ in areas],
+    )
+
+
+def check_compliance_request(
+    report_type: str, report: Entry, building: Entry, prop: Entry
+) -> compliance.Applicability:
+    """The rules every LL97/BERDO document rests on (raises ComplianceError): a calendar year the
+    tables cover, and a building the law covers."""
+    period = report["period"]
+    year = compliance.require_calendar_year(_date(period["start"]), _date(period["end"]))  # type: ignore[arg-type]
+    if report_type == "compliance_ll97":
+        compliance.ll97_period(year)
+    else:
+        compliance.berdo_period_index(year)
+        compliance.berdo_electricity(year)
+    result = _applicability(report_type, building, prop)
+    if not result.applicable:
+        raise compliance.ComplianceError("not_applicable", f"Not applicable: {result.reason}")
+    return result
 
 
 def _require_energy(entry: Entry) -> None:
@@ -642,18 +890,87 @@ def _require_energy(entry: Entry) -> None:
         raise NoData("The building has no energy data for the reporting period.")
 
 
-def _building_facts(entry: Entry) -> Facts:
+def _building_facts(entry: Entry, coverage_rule: compliance.Applicability | None = None) -> Facts:
     b, p = entry["building"], entry["property"]
-    return Facts(
-        "Building",
+    items: list[tuple[str, FactValue]] = [
+        ("Building", f"{b['name']} ({b['id']})"),
+        ("Property", f"{p['name']}, {_address(p)}"),
+        (
+            "Gross floor area",
+            f"{number(b['gfa_m2'])} m² ({number(b['gfa_m2'] * SQFT_PER_M2)} ft²)",
+        ),
+    ]
+    if coverage_rule is not None:
+        items.append(("Coverage rule", coverage_rule.threshold))
+        items.append(("This building", coverage_rule.reason))
+    return Facts("Building", items)
+
+
+def coverage_section(coverage: Entry | None, grade: Any) -> Table:
+    """Which months the figures rest on, per energy meter (months not fully covered by readings
+    are estimated by scaling the meter's recorded energy to the whole period)."""
+    coverage = coverage or {}
+    months = coverage.get("months") or 0
+    rows: list[dict[str, Value]] = [
+        {
+            "meter": _label(str(m["meter_type"])),
+            "complete": m["complete_months"],
+            "estimated": m["estimated_months"],
+            "days": f"{m['covered_days']} of {m['period_days']}",
+            "readings": m["readings"],
+            "flagged": m["flagged_readings"],
+        }
+        for m in coverage.get("meters") or []
+    ]
+    estimated = any(m["estimated_months"] for m in coverage.get("meters") or [])
+    note = f"Data-quality grade {grade or DASH}. " + (
+        "Months not fully covered by readings are estimated: the meter's recorded energy is "
+        "scaled up to the whole period by days covered."
+        if estimated
+        else f"Every energy meter has readings for all {months} months."
+    )
+    return Table(
+        "Coverage",
+        f"Data coverage ({_period_text(coverage.get('period'))})",
         [
-            ("Building", f"{b['name']} ({b['id']})"),
-            ("Property", f"{p['name']}, {_address(p)}"),
-            (
-                "Gross floor area",
-                f"{number(b['gfa_m2'])} m² ({number(b['gfa_m2'] * SQFT_PER_M2)} ft²)",
-            ),
+            Column("meter", "Energy meter"),
+            Column("complete", "Months fully metered", "integer"),
+            Column("estimated", "Months estimated", "integer"),
+            Column("days", "Days with readings"),
+            Column("readings", "Readings", "integer"),
+            Column("flagged", "Flagged readings", "integer"),
         ],
+        rows,
+        note=note,
+    )
+
+
+def _estimate_warning(coverage: Entry | None) -> Note | None:
+    """A warning on the first page when any figure rests on estimated months."""
+    estimated = [
+        f"{_label(str(m['meter_type'])).lower()} {m['estimated_months']} of "
+        f"{(coverage or {}).get('months')} months"
+        for m in (coverage or {}).get("meters") or []
+        if m["estimated_months"]
+    ]
+    if not estimated:
+        return None
+    return Note(
+        "Estimated months",
+        "Part of this year is not covered by meter readings (" + "; ".join(estimated) + "). "
+        "The energy of those months is estimated by scaling the readings held to the whole "
+        "year, so the result is an estimate until the year's readings are complete.",
+        warning=True,
+    )
+
+
+def _disclaimer(report_type: str) -> Note:
+    return Note(
+        "Important",
+        "This is an estimate prepared from the meter readings held by the service, not a filing "
+        f"with {_AUTHORITY[report_type]} and not a report certified by a registered design "
+        "professional. No deductions, renewable energy credits, offsets, adjustments or "
+        "exemptions have been applied.",
     )
 
 
@@ -683,59 +1000,57 @@ def _source_table(sources: Sequence[compliance.SourceLine], decimals: int, schem
         }
         for s in sources
     ]
+    columns = [
+        Column("source", "Meter type"),
+        Column("factor_source", "Counted as"),
+        Column("kwh", "Energy", "number", 0, "kWh"),
+        Column("quantity", "Quantity", "number", 1),
+        Column("unit", "Unit"),
+        Column("factor", "Factor", "number", decimals),
+        Column("factor_unit", "Factor unit"),
+        Column("tco2e", "Emissions", "number", 2, "tCO2e"),
+    ]
+    details = [f"{_label(s.meter_type)}: {s.factor_detail}" for s in sources if s.factor_detail]
     return Table(
         "Emissions",
         f"Emissions by energy source ({scheme})",
-        [
-            Column("source", "Meter type"),
-            Column("factor_source", "Counted as"),
-            Column("kwh", "Energy", "number", 0, "kWh"),
-            Column("quantity", "Quantity", "number", 1),
-            Column("unit", "Unit"),
-            Column("factor", "Factor", "number", decimals),
-            Column("factor_unit", "Factor unit"),
-            Column("tco2e", "Emissions", "number", 2, "tCO2e"),
-        ],
+        columns,
         rows,
         totals={
             "source": "Total",
             "kwh": sum(s.kwh for s in sources),
             "tco2e": sum(s.tco2e or 0 for s in sources),
         },
+        note="; ".join(details) or None,
     )
 
 
-def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -> Document:
-    verdict = "Within the limit" if r.compliant else "Over the limit"
-    result = Facts(
-        f"Result for calendar year {r.year} (compliance period {r.period})",
-        [
-            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
-            ("Emissions limit", f"{number(r.limit_tco2e, 2)} tCO2e"),
-            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
-            (
-                "Estimated annual penalty",
-                f"${number(r.penalty_usd, 2)} (${number(r.penalty_usd_per_tco2e)} per tCO2e)",
-            ),
-            ("Status", verdict),
-        ],
-        emphasis=True,
-    )
-    limits = Table(
-        "Limit",
-        "Emissions limit by occupancy group",
+def _compliance_meta(report: Entry, organisation: Entry, year: int) -> list[tuple[str, str]]:
+    return [
+        ("Report", str(report["id"])),
+        ("Organisation", str(organisation.get("name") or organisation.get("id"))),
+        ("Requested period", _period_text(report["period"])),
+        ("Assessment period used", f"calendar year {year} ({year}-01-01 to {year}-12-31)"),
+        ("Generated", _timestamp(report["generated_at"])),
+    ]
+
+
+def _ll97_limit_table(name: str, title: str, r: LL97Result, heading: str) -> Table:
+    return Table(
+        name,
+        title,
         [
             Column("use_type", "Use type"),
-            Column("group", "Occupancy group"),
+            Column("category", heading),
             Column("area_m2", "Area", "number", 0, "m²"),
             Column("area_sqft", "Area", "number", 0, "ft²"),
-            Column("limit", "Limit", "number", 5, "tCO2e/ft²"),
+            Column("limit", "Limit", "number", 9, "tCO2e/ft²"),
             Column("allowed", "Limit", "number", 2, "tCO2e"),
         ],
         [
             {
                 "use_type": _label(a.use_type),
-                "group": a.category_label,
+                "category": a.category_label,
                 "area_m2": a.area_m2,
                 "area_sqft": a.area_sqft,
                 "limit": a.limit_per_sqft,
@@ -750,34 +1065,101 @@ def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -
             "allowed": r.limit_tco2e,
         },
     )
-    sections: list[Facts | Table | Note] = [
-        result,
-        _building_facts(entry),
-        _source_table(r.sources, 9, "LL97 carbon coefficients"),
-        limits,
+
+
+def _ll97_figures(r: LL97Result) -> list[tuple[str, FactValue]]:
+    return [
+        ("Emissions limit", Amount(r.limit_tco2e, 2, "tCO2e")),
+        ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
+        (
+            "Estimated annual penalty",
+            Amount(
+                r.penalty_usd, 2, usd=True, detail=f"(${r.penalty_usd_per_tco2e:,.0f} per tCO2e)"
+            ),
+        ),
+        ("Status", "Within the limit" if r.compliant else "Over the limit"),
     ]
+
+
+def _ll97_doc(
+    report: Entry,
+    organisation: Entry,
+    entry: Entry,
+    r: LL97Result,
+    rule: compliance.Applicability | None = None,
+) -> Document:
+    result = Facts(
+        f"Result for calendar year {r.year} (compliance period {r.period})",
+        [
+            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            *_ll97_figures(r),
+            ("Limits", "by Portfolio Manager property type (1 RCNY §103-14)"),
+        ],
+        emphasis=True,
+    )
+    sections: list[Facts | Table | Note] = [result]
+    warning = _estimate_warning(entry.get("coverage"))
+    if warning:
+        sections.append(warning)
+    if r.alternative is not None:
+        alt = r.alternative
+        sections.append(
+            Facts(
+                f"Option for {r.year}: limits by occupancy group",
+                [
+                    *_ll97_figures(alt),
+                    (
+                        "Note",
+                        "For calendar years 2024 and 2025 an owner may compute the limit from the "
+                        "statute's occupancy groups (§28-320.3.1) instead of Portfolio Manager "
+                        "property types; from 2026 only property types may be used.",
+                    ),
+                ],
+            )
+        )
+    sections += [
+        _building_facts(entry, rule),
+        coverage_section(entry.get("coverage"), entry["building"].get("data_quality_grade")),
+        _source_table(r.sources, 9, "LL97 carbon coefficients"),
+        _ll97_limit_table(
+            "Limit",
+            "Emissions limit by Portfolio Manager property type (1 RCNY §103-14)",
+            r,
+            "Property type",
+        ),
+    ]
+    if r.alternative is not None:
+        sections.append(
+            _ll97_limit_table(
+                "Limit (occupancy group)",
+                "Emissions limit by occupancy group (2024-2025 option, §28-320.3.1)",
+                r.alternative,
+                "Occupancy group",
+            )
+        )
     note = _not_covered_note(r.not_covered, "LL97")
     if note:
         sections.append(note)
+    type_map = ", ".join(sorted({f"{_label(a.use_type).lower()} as {a.category}" for a in r.areas}))
     sections.append(
         Note(
             "Method",
-            "Emissions = electricity (kWh) x coefficient + fuels and steam (kBtu) x coefficient. "
-            "Limit = sum over occupancy groups of gross floor area (ft²) x the group's limit "
-            "(NYC Admin. Code §28-320.3). Excess = emissions above the limit; penalty = excess x "
-            "$268 per tCO2e (§28-320.6). Energy is annualised for the 12 months ending with the "
-            "reporting period. Use types map to occupancy groups as recorded in the service's "
-            "decisions (office B, retail M, residential R-2, hotel R-1, healthcare B/H/I-2/I-3, "
-            "education E, industrial F, warehouse S, data centre and laboratory B, restaurant, "
-            "assembly and leisure A).",
+            f"Calendar year {r.year}, compliance period {r.period}. Emissions = grid electricity "
+            "(kWh) x its coefficient + natural gas, fuel oil and district steam (kBtu) x their "
+            f"coefficients; {r.factor_set}. Limit = sum over the building's uses of gross floor "
+            f"area (ft²) x the limit of its Portfolio Manager property type for {r.period} "
+            f"(1 RCNY §103-14), this building's uses counted {type_map}. Excess = emissions above the limit; penalty = excess x $268 per tCO2e "
+            "(§28-320.6). Energy is the metered energy of the calendar year; months without full "
+            "readings are estimated as shown under Data coverage.",
         )
     )
+    sections.append(_disclaimer("compliance_ll97"))
     title = TYPE_TITLES["compliance_ll97"]
     data = _json_meta(report, organisation, title)
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
-        _meta(report, organisation),
+        _compliance_meta(report, organisation, r.year),
         sections,
         sources=compliance.sources_cited("ll97"),
         data=data,
@@ -785,26 +1167,36 @@ def _ll97_doc(report: Entry, organisation: Entry, entry: Entry, r: LL97Result) -
 
 
 def compliance_ll97(report: Entry, organisation: Entry, entry: Entry) -> Document:
-    _require_energy(entry)
     b = entry["building"]
+    rule = check_compliance_request("compliance_ll97", report, b, entry["property"])
+    _require_energy(entry)
     areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
     result = compliance.ll97_assess(entry["energy_kwh"], areas, compliance_year(report))
-    return _ll97_doc(report, organisation, entry, result)
+    return _ll97_doc(report, organisation, entry, result, rule)
 
 
-def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult) -> Document:
-    verdict = "Meets the standard" if r.compliant else "Exceeds the standard"
+def _berdo_doc(
+    report: Entry,
+    organisation: Entry,
+    entry: Entry,
+    r: BerdoResult,
+    rule: compliance.Applicability | None = None,
+) -> Document:
+    if not r.standards_in_force:
+        verdict = "Standards not yet in force for this building (reporting only)"
+    else:
+        verdict = "Meets the standard" if r.compliant else "Exceeds the standard"
     result = Facts(
         f"Result for calendar year {r.year} (compliance period {r.period})",
         [
-            ("Emissions intensity", f"{number(r.intensity_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
-            ("Emissions standard", f"{number(r.standard_kgco2e_per_sqft, 2)} kgCO2e/ft²"),
-            ("Annual emissions", f"{number(r.emissions_tco2e, 2)} tCO2e"),
-            ("Allowed emissions", f"{number(r.allowed_tco2e, 2)} tCO2e"),
-            ("Excess emissions", f"{number(r.excess_tco2e, 2)} tCO2e"),
+            ("Emissions intensity", Amount(r.intensity_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
+            ("Emissions standard", Amount(r.standard_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
+            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            ("Allowed emissions", Amount(r.allowed_tco2e, 2, "tCO2e")),
+            ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
             (
                 "Alternative compliance payment",
-                f"${number(r.acp_usd, 2)} (${number(r.acp_usd_per_tco2e)} per tCO2e)",
+                Amount(r.acp_usd, 2, usd=True, detail=f"(${r.acp_usd_per_tco2e:,.0f} per tCO2e)"),
             ),
             ("Status", verdict),
         ],
@@ -840,9 +1232,17 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
             "allowed": r.allowed_tco2e,
         },
     )
-    sections: list[Facts | Table | Note] = [
-        result,
-        _building_facts(entry),
+    sections: list[Facts | Table | Note] = [result]
+    warning = _estimate_warning(entry.get("coverage"))
+    if warning:
+        sections.append(warning)
+    for text in r.notes:
+        sections.append(Note("Standards phase-in", text, warning=True))
+    if rule is not None and rule.caveat:
+        sections.append(Note("Coverage to confirm", rule.caveat, warning=True))
+    sections += [
+        _building_facts(entry, rule),
+        coverage_section(entry.get("coverage"), entry["building"].get("data_quality_grade")),
         _source_table(r.sources, 2, "BERDO emission factors"),
         standards,
     ]
@@ -852,19 +1252,23 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
     sections.append(
         Note(
             "Method",
-            "Emissions = energy (MMBtu) x the BERDO emission factor for each source; intensity = "
-            "emissions / gross floor area (ft²). A building with several uses is held to the "
-            "floor-area-weighted blend of its building types' standards. Grid electricity uses "
-            "the latest factor published for the year or an earlier one (2025, 2027, 2030, 2050 "
-            "in the cited table). Energy is annualised for the 12 months ending with the "
-            "reporting period.",
+            f"Calendar year {r.year}, compliance period {r.period}. Grid electricity emissions = "
+            "usage (MWh) x (1 - R) x E, where E is BERDO's grid emissions factor for the year and R "
+            f"the Massachusetts RPS Class I share for the year (for {r.year}: E = "
+            f"{r.grid_kgco2e_per_mwh:g} kgCO2e/MWh, R = {r.rps_class_i:.0%}); other energy = "
+            f"usage (MMBtu) x the BERDO factor for the fuel. Factor set: {r.factor_set}. Intensity "
+            "= emissions / gross floor area (ft²); a building with several uses is held to the "
+            "floor-area-weighted blend of its building types' standards (ordinance Table 1). "
+            "Energy is the metered energy of the calendar year; months without full readings are "
+            "estimated as shown under Data coverage.",
         )
     )
+    sections.append(_disclaimer("compliance_berdo"))
     title = TYPE_TITLES["compliance_berdo"]
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
-        _meta(report, organisation),
+        _compliance_meta(report, organisation, r.year),
         sections,
         sources=compliance.sources_cited("berdo"),
         data=_json_meta(report, organisation, title),
@@ -872,11 +1276,17 @@ def _berdo_doc(report: Entry, organisation: Entry, entry: Entry, r: BerdoResult)
 
 
 def compliance_berdo(report: Entry, organisation: Entry, entry: Entry) -> Document:
-    _require_energy(entry)
     b = entry["building"]
+    rule = check_compliance_request("compliance_berdo", report, b, entry["property"])
+    _require_energy(entry)
     areas = compliance.areas_by_use_type(b["gfa_m2"], b["primary_use_type"], b.get("use_types"))
-    result = compliance.berdo_assess(entry["energy_kwh"], areas, compliance_year(report))
-    return _berdo_doc(report, organisation, entry, result)
+    result = compliance.berdo_assess(
+        entry["energy_kwh"],
+        areas,
+        compliance_year(report),
+        gross_sqft=float(b["gfa_m2"]) * SQFT_PER_M2,
+    )
+    return _berdo_doc(report, organisation, entry, result, rule)
 
 
 # --- custom --------------------------------------------------------------------------------------

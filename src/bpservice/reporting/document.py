@@ -41,11 +41,36 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Amount:
+    """A headline figure that stays a number in spreadsheets (with a display format and its unit
+    beside it) and prints as text elsewhere, e.g. 539.66 tCO2e or $12,767.30."""
+
+    value: float
+    decimals: int = 0
+    unit: str = ""
+    usd: bool = False
+    detail: str = ""  # printed after the figure, e.g. "($268 per tCO2e)"
+
+    def text(self) -> str:
+        figure = f"{self.value:,.{self.decimals}f}"
+        figure = f"${figure}" if self.usd else figure
+        parts = [figure, self.unit, self.detail]
+        return " ".join(p for p in parts if p)
+
+
+FactValue = str | Amount
+
+
+def fact_text(value: FactValue) -> str:
+    return value.text() if isinstance(value, Amount) else value
+
+
+@dataclass(frozen=True)
 class Facts:
     """A block of labelled values (a certificate's headline figures, a compliance summary)."""
 
     title: str
-    items: list[tuple[str, str]]
+    items: list[tuple[str, FactValue]]
     emphasis: bool = False
 
 

@@ -23,7 +23,7 @@ from bpservice.benchmarking import aggregates, engine
 from bpservice.db.models import Building, Organisation, Property
 from bpservice.db.report_models import Report
 from bpservice.domain import emissions
-from bpservice.domain.benchmarks import Period
+from bpservice.domain.benchmarks import EnergyPeriod, Period
 from bpservice.reporting import content
 from bpservice.reporting.document import Document
 
@@ -124,6 +124,29 @@ def scoped_buildings(
     return [(b, p) for b, p in session.execute(query).all()]
 
 
+def coverage(energy: EnergyPeriod | None) -> dict[str, Any]:
+    """What the figures of a period rest on: per energy meter, the months fully covered by
+    readings and the days covered; months not fully covered are estimated (the meter's recorded
+    energy is scaled to the whole period)."""
+    if energy is None:
+        return {"period": None, "months": 0, "meters": []}
+    months = len(energy.period.months)
+    meters = [
+        {
+            "meter_id": m.meter_id,
+            "meter_type": m.meter_type,
+            "complete_months": months - m.incomplete_months,
+            "estimated_months": m.incomplete_months,
+            "covered_days": m.covered_days,
+            "period_days": m.period_days,
+            "readings": m.readings,
+            "flagged_readings": m.flagged,
+        }
+        for m in sorted(energy.meters, key=lambda m: (m.meter_type, m.meter_id))
+    ]
+    return {"period": energy.period.as_dict(), "months": months, "meters": meters}
+
+
 def _current_entry(
     session: Session,
     building: Building,
@@ -136,6 +159,7 @@ def _current_entry(
     return {
         "building": _building_dict(building),
         "property": _property_dict(prop),
+        "coverage": coverage(aggregates.current(session, building.id).energy),
         "benchmark": engine.building_result(session, building, now) if benchmark else None,
         "energy_kwh": engine.annual_energy_by_meter_type(session, building, now),
         "water_m3": engine.annual_water_m3(session, building, now) if water else None,
@@ -151,7 +175,8 @@ def _period_entries(
     for b, p in pairs:
         e = energy[b.id][0]
         kwh = dict(e.kwh_by_type) if e.has_data else {}
-        kg = {m: v * emissions.emission_factor(p.country, m) for m, v in kwh.items()}
+        year = emissions.reporting_year(period.start, period.end)
+        kg = {m: v * emissions.emission_factor(p.country, m, year) for m, v in kwh.items()}
         entries.append(
             {
                 "building": _building_dict(b),
@@ -165,6 +190,7 @@ def _period_entries(
                     "scores": [],
                 },
                 "energy_kwh": kwh,
+                "coverage": coverage(e),
                 "kgco2e_by_type": kg,
                 "water_m3": aggregates.annual_water(session, b.id, period),
             }
@@ -191,6 +217,12 @@ def build_document(session: Session, report: Report, now: dt.datetime) -> Docume
             assessed = (entry["benchmark"] or {}).get("reporting_period") or {}
             _require_overlap(assessed, report)
             return content.benchmark_certificate(info, org, entry, history)
+        if report.type in ("compliance_ll97", "compliance_berdo"):
+            # Checked again here (the API checks at request time) so no document ever compares a
+            # part year or another city's building with the law (docs/decisions.md CS3, CS4).
+            content.check_compliance_request(
+                report.type, info, _building_dict(building), _property_dict(prop)
+            )
         entry = _period_entries(session, [(building, prop)], period)[0]
         if not content.has_energy(entry):
             raise content.NoData(

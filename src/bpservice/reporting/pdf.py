@@ -23,7 +23,7 @@ from reportlab.platypus import (
 )
 from reportlab.platypus import Table as PdfTable
 
-from bpservice.reporting.document import Document, Facts, Note, Table, format_value
+from bpservice.reporting.document import Document, Facts, Note, Table, fact_text, format_value
 
 INK = colors.HexColor("#1f2933")
 ACCENT = colors.HexColor("#0b6e4f")
@@ -48,6 +48,18 @@ STYLES = {
     ),
     "h2": ParagraphStyle(
         "h2",
+        parent=_base["Heading2"],
+        fontSize=12,
+        leading=15,
+        textColor=ACCENT,
+        spaceBefore=8,
+        spaceAfter=4,
+        # A heading never ends a page alone: it moves with the block it introduces.
+        keepWithNext=1,
+    ),
+    # A heading inside a KeepTogether block (facts, tables) needs no keepWithNext of its own.
+    "h2_block": ParagraphStyle(
+        "h2_block",
         parent=_base["Heading2"],
         fontSize=12,
         leading=15,
@@ -115,7 +127,9 @@ def _p(text: str, style: str) -> Paragraph:
 
 def _facts(block: Facts, width: float) -> list[Any]:
     value_style = "fact_big" if block.emphasis else "fact_value"
-    rows = [[_p(label, "fact_label"), _p(value, value_style)] for label, value in block.items]
+    rows = [
+        [_p(label, "fact_label"), _p(fact_text(value), value_style)] for label, value in block.items
+    ]
     table = PdfTable(rows, colWidths=[width * 0.32, width * 0.68])
     style = [
         ("VALIGN", (0, 0), (-1, -1), "MIDDLE"),
@@ -126,7 +140,7 @@ def _facts(block: Facts, width: float) -> list[Any]:
     if block.emphasis:
         style.append(("BACKGROUND", (0, 0), (-1, -1), BAND))
     table.setStyle(TableStyle(style))
-    return [KeepTogether([_p(block.title, "h2"), table])]
+    return [KeepTogether([_p(block.title, "h2_block"), table])]
 
 
 def _table(block: Table, width: float) -> list[Any]:
@@ -181,11 +195,16 @@ def _table(block: Table, width: float) -> list[Any]:
             ("FONTNAME", (0, -1), (-1, -1), "Helvetica-Bold"),
         ]
     table.setStyle(TableStyle(style))
-    out: list[Any] = [_p(block.title, "h2")]
+    heading = _p(block.title, "h2_block")
     if not block.rows:
-        out.append(_p("No rows.", "body"))
-        return out
-    out.append(table)
+        return [KeepTogether([heading, _p("No rows.", "body")])]
+    # The heading travels with its table: the block moves to the next page when it fits there,
+    # and a table longer than a page splits under its heading, never leaving it alone at the
+    # foot of a page. A short table keeps its note too.
+    parts: list[Any] = [heading, table]
+    if block.note and len(block.rows) <= 40:
+        return [KeepTogether([*parts, Spacer(1, 2), _p(block.note, "small")])]
+    out: list[Any] = [KeepTogether(parts)]
     if block.note:
         out += [Spacer(1, 2), _p(block.note, "small")]
     return out

@@ -16,7 +16,7 @@ from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from bpservice.reporting.document import Column, Document, Facts, Note, Table, Value
+from bpservice.reporting.document import Amount, Column, Document, Facts, Note, Table, Value
 
 _HEAD_FILL = PatternFill("solid", fgColor="0B6E4F")
 _TOTAL_FILL = PatternFill("solid", fgColor="E6F4EF")
@@ -116,7 +116,17 @@ def render_xlsx(document: Document) -> bytes:
             row += 1
             for label, value in section.items:
                 summary.cell(row=row, column=1, value=label)
-                summary.cell(row=row, column=2, value=_safe_text(value))
+                if isinstance(value, Amount):
+                    # A number a spreadsheet can use, its unit (and any detail) beside it.
+                    cell = summary.cell(row=row, column=2, value=value.value)
+                    decimals = "." + "0" * value.decimals if value.decimals else ""
+                    cell.number_format = f'"$"#,##0{decimals}' if value.usd else f"#,##0{decimals}"
+                    cell.alignment = Alignment(horizontal="left")
+                    tail = " ".join(p for p in (value.unit, value.detail) if p)
+                    if tail:
+                        summary.cell(row=row, column=3, value=_safe_text(tail))
+                else:
+                    summary.cell(row=row, column=2, value=_safe_text(value))
                 row += 1
         elif isinstance(section, Note):
             row += 1
@@ -135,6 +145,7 @@ def render_xlsx(document: Document) -> bytes:
             summary.cell(row=row, column=1, value=source)
     summary.column_dimensions["A"].width = 34
     summary.column_dimensions["B"].width = 70
+    summary.column_dimensions["C"].width = 30
 
     for table in document.tables():
         ws = wb.create_sheet(_sheet_title(table.name, used))
@@ -142,6 +153,9 @@ def render_xlsx(document: Document) -> bytes:
         ws["A1"].font = _BOLD
         next_row = _write_table(ws, table, 3)
         ws.freeze_panes = "A4"
+        # Filter buttons on the heading row, over the data rows (not the totals row).
+        last_data_row = 3 + len(table.rows)
+        ws.auto_filter.ref = f"A3:{get_column_letter(len(table.columns))}{last_data_row}"
         if table.note:
             ws.cell(row=next_row + 1, column=1, value=table.note).font = Font(italic=True)
     buffer = io.BytesIO()

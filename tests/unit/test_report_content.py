@@ -1,0 +1,243 @@
+"""Report documents built from plain dicts (content.py is pure): what every compliance and
+certificate document states, refusals for the wrong period or place, no internal tags, and the
+portfolio summary's per-row periods and US-only rating total."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from bpservice.domain.compliance import ComplianceError
+from bpservice.reporting import content
+from bpservice.reporting.document import Document, Facts, Note, Table, fact_text
+from bpservice.reporting.pdf import render_pdf
+
+NOW = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
+ORG = {"id": "org_1", "name": "Demo"}
+FULL_YEAR = {"start": dt.date(2025, 1, 1), "end": dt.date(2025, 12, 31)}
+
+
+def report(kind: str, period: dict[str, dt.date] = FULL_YEAR) -> dict[str, Any]:
+    return {"id": "rpt_1", "type": kind, "format": "pdf", "period": period, "generated_at": NOW}
+
+
+def coverage(estimated: int = 0) -> dict[str, Any]:
+    return {
+        "period": {"start": "2025-01-01", "end": "2025-12-31"},
+        "months": 12,
+        "meters": [
+            {
+                "meter_id": "mtr_1",
+                "meter_type": "electricity",
+                "complete_months": 12 - estimated,
+                "estimated_months": estimated,
+                "covered_days": 365 - 30 * estimated,
+                "period_days": 365,
+                "readings": 12 - estimated,
+                "flagged_readings": 0,
+            }
+        ],
+    }
+
+
+def entry(
+    *,
+    city: str,
+    state: str | None,
+    country: str = "US",
+    gfa: float = 3000,
+    use: str = "office",
+    kwh: float = 1_000_000,
+    estimated: int = 0,
+    bench: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "building": {
+            "id": "bld_1",
+            "name": "Tower",
+            "primary_use_type": use,
+            "use_types": [],
+            "gfa_m2": gfa,
+            "year_built": 1990,
+            "floors": 10,
+            "data_quality_grade": "A",
+        },
+        "property": {
+            "id": "prp_1",
+            "name": "Plaza",
+            "type": use,
+            "street": "1 Main St",
+            "city": city,
+            "state": state,
+            "postal_code": None,
+            "country": country,
+        },
+        "benchmark": bench,
+        "energy_kwh": {"electricity": kwh},
+        "coverage": coverage(estimated),
+        "water_m3": None,
+    }
+
+
+def text_of(doc: Document) -> str:
+    parts = [doc.title, doc.subtitle, *(f"{k} {v}" for k, v in doc.meta), *doc.sources]
+    for s in doc.sections:
+        if isinstance(s, Facts):
+            parts += [s.title, *(f"{k} {fact_text(v)}" for k, v in s.items)]
+        elif isinstance(s, Note):
+            parts += [s.title or "", s.text]
+        elif isinstance(s, Table):
+            parts += [s.title, s.note or ""]
+            parts += [str(v) for row in s.rows for v in row.values()]
+    return "\n".join(parts)
+
+
+INTERNAL = ("[verified]", "[secondary", "shared/", "benchmark-figures", "uk_dec", "office:GB")
+
+
+def assert_honest(text: str) -> None:
+    for tag in INTERNAL:
+        assert tag not in text, tag
+    assert "Assessment period used" in text and "Requested period" in text
+    assert "Data coverage" in text and "Method" in text
+    assert "not a filing" in text or "not an ENERGY STAR certification" in text
+    assert "No deductions" in text or "no deductions" in text
+
+
+def test_ll97_document_states_period_coverage_method_and_disclaimer() -> None:
+    doc = content.compliance_ll97(
+        report("compliance_ll97"), ORG, entry(city="New York", state="NY", estimated=2)
+    )
+    text = text_of(doc)
+    assert_honest(text)
+    assert "calendar year 2025" in text and "103-14" in text
+    assert "Estimated months" in text and "electricity 2 of 12 months" in text
+    assert "Option for 2025: limits by occupancy group" in text
+    assert "Coverage rule" in text and "25,000" in text
+    render_pdf(doc)  # renders
+
+
+def test_berdo_document_states_rps_and_phase_in() -> None:
+    doc = content.compliance_berdo(
+        report("compliance_berdo"), ORG, entry(city="Boston", state="MA", gfa=2500)
+    )
+    text = text_of(doc)
+    assert_honest(text)
+    assert "R = 27%" in text and "E = 249" in text
+    assert "Standards not yet in force" in text  # 26,910 ft² before 2030
+
+
+def test_small_boston_residential_building_is_assessed_with_a_caveat() -> None:
+    doc = content.compliance_berdo(
+        report("compliance_berdo"),
+        ORG,
+        entry(city="Boston", state="MA", gfa=1200, use="residential"),
+    )
+    assert "15 or more residential units" in text_of(doc)
+
+
+@pytest.mark.parametrize(
+    ("kind", "place", "period", "code"),
+    [
+        ("compliance_ll97", ("London", None, "GB"), FULL_YEAR, "not_applicable"),
+        ("compliance_berdo", ("London", None, "GB"), FULL_YEAR, "not_applicable"),
+        ("compliance_ll97", ("Boston", "MA", "US"), FULL_YEAR, "not_applicable"),
+        (
+            "compliance_ll97",
+            ("New York", "NY", "US"),
+            {"start": dt.date(2025, 1, 1), "end": dt.date(2025, 6, 30)},
+            "calendar_year_required",
+        ),
+    ],
+)
+def test_no_verdict_for_the_wrong_place_or_period(
+    kind: str, place: tuple[str, str | None, str], period: dict[str, dt.date], code: str
+) -> None:
+    city, state, country = place
+    build = content.compliance_ll97 if kind == "compliance_ll97" else content.compliance_berdo
+    with pytest.raises(ComplianceError) as info:
+        build(report(kind, period), ORG, entry(city=city, state=state, country=country))
+    assert info.value.code == code
+
+
+def _bench(period: dict[str, str], rating: int | None, country: str) -> dict[str, Any]:
+    return {
+        "reporting_period": period,
+        "data_quality_grade": "A",
+        "eui_kwh_m2": 150.0,
+        "carbon_intensity_kgco2e_m2": 30.0,
+        "source_eui_kwh_m2": 300.0,
+        "scores": [
+            {
+                "standard": "svc",
+                "score": None,
+                "percentile": None,
+                "peer_group": f"office:{country}",
+                "peer_count": 2,
+            },
+            {
+                "standard": "energy_rating",
+                "score": rating,
+                "eligible": True,
+                "certification_eligible": False,
+                "indicative": True,
+                "indicative_reason": "outside the US: indicative only",
+            },
+            {
+                "standard": "decarbonisation_pathway",
+                "stranding_year_1_5c": 2030,
+                "stranding_year_2c": 2036,
+                "current_intensity_kgco2e_m2": 30.0,
+                "target_intensity_kgco2e_m2": 29.76,
+                "pathway": "crrem-v2.05-1.5c-gb-office",
+            },
+            {
+                "standard": "regional_rating",
+                "applicable": True,
+                "scheme": "uk_dec",
+                "score": 45,
+                "grade": "B",
+            },
+        ],
+    }
+
+
+def test_certificate_says_when_the_period_used_is_not_the_one_requested() -> None:
+    used = {"start": "2025-07-01", "end": "2026-06-30"}
+    e = entry(city="London", state=None, country="GB", bench=_bench(used, 60, "GB"))
+    doc = content.benchmark_certificate(report("benchmark_certificate"), ORG, e, [])
+    text = text_of(doc)
+    assert_honest(text)
+    assert "not for the requested period 2025-01-01 to 2025-12-31" in text
+    assert "Source energy use intensity 300.0 kWh/m²/yr" in text
+    assert "indicative: outside the US" in text
+    assert "CRREM v2.05 1.5 °C pathway, GB office" in text
+    assert "UK Display Energy Certificate operational rating" in text
+    assert "office buildings in GB" in text
+    same = entry(
+        city="London",
+        state=None,
+        country="GB",
+        bench=_bench({"start": "2025-01-01", "end": "2025-12-31"}, 60, "GB"),
+    )
+    doc = content.benchmark_certificate(report("benchmark_certificate"), ORG, same, [])
+    assert "not for the requested period" not in text_of(doc)
+
+
+def test_portfolio_rows_carry_their_period_and_the_rating_total_is_us_only() -> None:
+    gb = entry(city="London", state=None, country="GB", gfa=1000)
+    gb["benchmark"] = _bench({"start": "2025-01-01", "end": "2025-12-31"}, 90, "GB")
+    us = entry(city="New York", state="NY", gfa=1000)
+    us["building"] = {**us["building"], "id": "bld_2", "name": "US tower"}
+    us["property"] = {**us["property"], "id": "prp_2", "name": "US plaza"}
+    us["benchmark"] = _bench({"start": "2024-07-01", "end": "2025-06-30"}, 40, "US")
+    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [gb, us], None)
+    table = doc.tables()[0]
+    assert "assessment_period" in [c.key for c in table.columns]
+    periods = {r["building_name"]: r["assessment_period"] for r in table.rows}
+    assert periods == {"Tower": "2025-01 to 2025-12", "US tower": "2024-07 to 2025-06"}
+    assert table.totals is not None and table.totals["energy_rating_score"] == 40
+    text = text_of(doc)
+    assert "UK DESNZ conversion factors 2025" in text and "LL97" in text
