@@ -20,7 +20,7 @@ from bpsync.ingest.dates import (
 )
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Row, Table, is_total_row
-from bpsync.ingest.templates import Template, TemplateError, find_column
+from bpsync.ingest.templates import AmbiguousColumn, Template, TemplateError, find_column
 from bpsync.ingest.units import lookup_unit
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_flag, parse_number
 
@@ -59,7 +59,18 @@ class Columns:
 
 
 def resolve_columns(table: Table, template: Template) -> Columns:
-    """Find each field's column; raises IngestError naming what is missing."""
+    """Find each field's column; raises IngestError naming what is missing or ambiguous."""
+    try:
+        return _resolve_columns(table, template)
+    except AmbiguousColumn as exc:
+        raise IngestError(
+            f"{exc} (template {template.name!r})",
+            where=Where(table.file, table.sheet, table.header_row),
+            code="ambiguous_column",
+        ) from None
+
+
+def _resolve_columns(table: Table, template: Template) -> Columns:
     headers = table.headers
     fields = {}
     for f, names in template.columns.items():

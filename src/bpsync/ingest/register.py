@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, list_sheets, read_xlsx
-from bpsync.ingest.templates import find_column
+from bpsync.ingest.templates import AmbiguousColumn, find_column
 from bpsync.ingest.units import METER_TYPES, canonical_unit
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
 from bpsync.vocab import COUNTRY_CODES, USE_TYPES
@@ -119,7 +119,14 @@ class _Sheet:
         self.table = table
         self.cols: dict[str, Header] = {}
         for fld, names in _COLUMNS[kind].items():
-            h = find_column(table.headers, names)
+            try:
+                h = find_column(table.headers, names)
+            except AmbiguousColumn as exc:
+                raise IngestError(
+                    str(exc),
+                    where=Where(table.file, table.sheet, table.header_row),
+                    code="ambiguous_column",
+                ) from None
             if h is not None:
                 self.cols[fld] = h
         missing = [_COLUMNS[kind][f][0] for f in _REQUIRED[kind] if f not in self.cols]

@@ -128,14 +128,48 @@ def _required(t: Template) -> tuple[str, ...]:
     return tuple(dates[:2]) + (("consumption",) if t.layout == "long" else ())
 
 
+class AmbiguousColumn(ValueError):
+    """A template's column name matches more than one header of the file (issue 11 item 1)."""
+
+    def __init__(self, name: str, headers: Sequence[Header]) -> None:
+        self.name = name
+        self.headers = tuple(headers)
+        listed = " and ".join(repr(h.text) for h in headers)
+        super().__init__(
+            f"the template's column {name!r} matches more than one column of the file "
+            f"({listed}); name the column exactly as the file writes it"
+        )
+
+
+def _bracket_unit(name: str) -> str | None:
+    return parse_header(name).unit
+
+
 def find_column(headers: Sequence[Header], names: Iterable[str]) -> Header | None:
-    """The first header matching any of `names` (whole text or the key without unit/hints)."""
+    """The header matching the first of `names` that the file has.
+
+    For each name, an exact match (whitespace, line breaks and case folded; "(Required)"-style
+    hints dropped) wins. Only without one does the looser key (a trailing unit or currency bracket
+    stripped) count, and then a header stating another unit than the name does not match. A name
+    matching more than one header raises AmbiguousColumn: a column is never picked silently."""
     for name in names:
         key = header_key(name)
+        exact = [h for h in headers if header_key(h.text) == key]
+        if len(exact) == 1:
+            return exact[0]
+        if len(exact) > 1:
+            raise AmbiguousColumn(name, exact)
         full = parse_header(name).key
-        for h in headers:
-            if h.key == key or h.key == full or header_key(h.text) == key:
-                return h
+        unit = _bracket_unit(name)
+        loose = [
+            h
+            for h in headers
+            if (h.key == key or h.key == full) and not (unit and h.unit and h.unit != unit)
+        ]
+        if len(loose) == 1:
+            return loose[0]
+        if len(loose) > 1:
+            raise AmbiguousColumn(name, loose)
     return None
 
 
@@ -383,7 +417,12 @@ def _score(t: Template, headers: Sequence[Header]) -> float:
     if not signature or not all(k in keys for k in signature):
         return 0.0
     used = [names for names in t.columns.values() if names]
-    found = sum(1 for names in used if find_column(headers, names) is not None)
+    found = 0
+    for names in used:
+        try:
+            found += find_column(headers, names) is not None
+        except AmbiguousColumn:
+            found += 1  # the column is there; resolving it will say which two compete
     return 1.0 + found / max(len(used), 1) + len(signature) / 100
 
 
@@ -492,6 +531,16 @@ def _vocabulary(templates: Sequence[Template]) -> dict[str, list[str]]:
     return vocab
 
 
+_REGISTER_WORDS = frozenset({"read", "reading", "reads", "readings", "register", "index", "dial"})
+
+
+def _is_register_column(h: Header) -> bool:
+    """ "Meter Read", "Current Reading", "Previous Index": a cumulative register value, not usage
+    and not the meter's id (a "Read Date" is a date and is judged elsewhere)."""
+    words = set(re.split(r"[^a-z0-9]+", h.key))
+    return bool(words & _REGISTER_WORDS) and not words & {"date", "day", "days"}
+
+
 def suggest_template(
     headers: Sequence[Header | str],
     name: str = "suggested",
@@ -515,6 +564,8 @@ def suggest_template(
             if fld is None and candidate.split():
                 # "Site Meter", "Total Usage": the last word alone may name the field
                 fld = next((f for w, f in flat if w == candidate.split()[-1]), None)
+            if fld in ("meter", "consumption") and _is_register_column(h):
+                continue  # a cumulative register read is neither the meter nor its usage
             if fld and fld not in matched:
                 matched[fld] = h
                 break
