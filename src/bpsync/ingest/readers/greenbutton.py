@@ -428,6 +428,9 @@ def read_green_button(
         point = points.get(up, _Point(up))
         title = point.title or f"UsagePoint {up}"
         currency = next((rt.currency for rt in reading_types.values() if rt.currency), None)
+        currency = currency or next(
+            (s.currency for ss in summaries.values() for s in ss if s.currency), None
+        )
         rows.append(
             Row(
                 number,
