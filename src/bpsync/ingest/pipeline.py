@@ -50,8 +50,10 @@ def choose_template(
     include_hidden: bool = False,
     encoding: str | None = None,
     delimiter: str | None = None,
+    meter: str | None = None,
 ) -> tuple[Table, Template]:
-    """Open the file and pick its template (by name, or `auto` by header signature)."""
+    """Open the file and pick its template (by name, or `auto` by header signature). `meter`
+    puts every row in that meter (a single-meter export with no meter column)."""
     fmt = detect_format(path)
     if isinstance(template, Template) or (template not in (None, "auto")):
         t = (
@@ -59,6 +61,8 @@ def choose_template(
             if isinstance(template, Template)
             else load_template(str(template), template_dirs)
         )
+        if meter:
+            t = replace(t, fixed_meter=meter)
         table = open_table(
             path,
             fmt=fmt,
@@ -73,6 +77,8 @@ def choose_template(
         )
         return table, t
     templates = list_templates(template_dirs)
+    if meter:
+        templates = [replace(x, fixed_meter=meter) for x in templates]
     if fmt == "greenbutton":
         t = next((x for x in templates if x.format == "greenbutton"), None) or load_template(
             GREEN_BUTTON_TEMPLATE, template_dirs
@@ -114,6 +120,7 @@ def prepare(
     include_hidden: bool = False,
     encoding: str | None = None,
     delimiter: str | None = None,
+    meter: str | None = None,
 ) -> Prepared:
     """Read, map and normalise a file into per-meter readings and row problems (no network).
     Raises IngestError when the file as a whole cannot be imported."""
@@ -125,6 +132,7 @@ def prepare(
         include_hidden=include_hidden,
         encoding=encoding,
         delimiter=delimiter,
+        meter=meter,
     )
     mapped = map_table(table, t)
     items = normalise(mapped, table, by=t.meter.by, catalog=catalog)
@@ -178,6 +186,7 @@ def check_file(
     template_dirs: Sequence[Path] | None = None,
     sheet: str | None = None,
     include_hidden: bool = False,
+    meter: str | None = None,
 ) -> tuple[Prepared, ValidationResult]:
     """`prepare` + `check` in one call (offline checks, tests, `--dry-run` without a server)."""
     prepared = prepare(
@@ -187,6 +196,7 @@ def check_file(
         template_dirs=template_dirs,
         sheet=sheet,
         include_hidden=include_hidden,
+        meter=meter,
     )
     return prepared, check(prepared, existing=existing, today=today)
 

@@ -36,6 +36,7 @@ FIELDS = (
     "currency",
     "demand",
     "estimated",
+    "meter_type",
 )
 _LAYOUTS = ("long", "wide_meters", "wide_months")
 _METER_BY = ("meter_id", "external_ref", "building_name")
@@ -87,12 +88,18 @@ class Template:
     date_order: DateOrder | None = None
     date_format: str | None = None
     decimal: str = "."
-    end_date: Literal["inclusive", "next_start"] = "inclusive"
+    # "auto": decided per meter from the data (consecutive rows where end == next start).
+    end_date: Literal["inclusive", "next_start", "auto"] = "inclusive"
     estimated_values: tuple[str, ...] = ()
     exclude_columns: tuple[str, ...] = ()
     signature: tuple[str, ...] = ()
     aggregate: Literal["daily", "monthly", "billing"] = "billing"
     timezone: str | None = None
+    # A row with any of these columns filled is not inserted (PM's "Meter Consumption ID": the
+    # entry already exists in Portfolio Manager).
+    skip_if_filled: tuple[str, ...] = ()
+    # Every row belongs to this meter (single-meter utility exports; see `--meter`).
+    fixed_meter: str | None = None
     path: Path | None = None
 
     # -- columns ---------------------------------------------------------------------------------
@@ -109,10 +116,13 @@ class Template:
 
     def signature_keys(self) -> tuple[str, ...]:
         """Header keys that identify this layout (all must be present for `match_template`)."""
+        # With a fixed meter the file needs no meter column (single-meter exports).
+        meter_keys = {header_key(n) for n in self.meter.column} if self.fixed_meter else set()
         if self.signature:
-            return tuple(header_key(s) for s in self.signature)
+            return tuple(k for k in map(header_key, self.signature) if k not in meter_keys)
         keys = []
-        for names in (self.meter.column, *(self.columns.get(f, ()) for f in _required(self))):
+        meter_names = () if self.fixed_meter else self.meter.column
+        for names in (meter_names, *(self.columns.get(f, ()) for f in _required(self))):
             if names:
                 keys.append(header_key(names[0]))
         return tuple(keys)
@@ -208,6 +218,7 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
         "signature",
         "aggregate",
         "timezone",
+        "skip_if_filled",
     }
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -236,7 +247,7 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
     extra_meter = sorted(set(meter_data) - {"by", "column", "building_column", "name_column"})
     if extra_meter:
         raise TemplateError(f"unknown key(s) in [meter]: {', '.join(extra_meter)}", template=name)
-    extra_fixed = sorted(set(fixed) - {"unit", "currency"})
+    extra_fixed = sorted(set(fixed) - {"unit", "currency", "meter"})
     if extra_fixed:
         raise TemplateError(f"unknown key(s) in [fixed]: {', '.join(extra_fixed)}", template=name)
     meter = MeterSpec(
@@ -266,12 +277,14 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
         date_order=None if order == "auto" else order,
         date_format=data.get("date_format") or None,
         decimal=choice("decimal", (".", ","), "."),
-        end_date=choice("end_date", ("inclusive", "next_start"), "inclusive"),
+        end_date=choice("end_date", ("inclusive", "next_start", "auto"), "inclusive"),
         estimated_values=_names(data.get("estimated_values"), "estimated_values", name),
         exclude_columns=_names(data.get("exclude_columns"), "exclude_columns", name),
         signature=_names(data.get("signature"), "signature", name),
         aggregate=choice("aggregate", ("daily", "monthly", "billing"), "billing"),
         timezone=data.get("timezone") or None,
+        skip_if_filled=_names(data.get("skip_if_filled"), "skip_if_filled", name),
+        fixed_meter=(str(fixed["meter"]).strip() or None) if fixed.get("meter") else None,
         path=path,
     )
     _check_fields(t)
@@ -341,6 +354,8 @@ def template_to_dict(t: Template) -> dict[str, Any]:
         data["aggregate"] = t.aggregate
     if t.timezone:
         data["timezone"] = t.timezone
+    if t.skip_if_filled:
+        data["skip_if_filled"] = list(t.skip_if_filled)
     meter: dict[str, Any] = {"by": t.meter.by}
     for key in ("column", "building_column", "name_column"):
         names = getattr(t.meter, key)
@@ -348,7 +363,15 @@ def template_to_dict(t: Template) -> dict[str, Any]:
             meter[key] = list(names)
     data["meter"] = meter
     data["columns"] = {f: list(n) for f, n in t.columns.items() if n}
-    fixed = {k: v for k, v in (("unit", t.fixed_unit), ("currency", t.fixed_currency)) if v}
+    fixed = {
+        k: v
+        for k, v in (
+            ("unit", t.fixed_unit),
+            ("currency", t.fixed_currency),
+            ("meter", t.fixed_meter),
+        )
+        if v
+    }
     if fixed:
         data["fixed"] = fixed
     return data

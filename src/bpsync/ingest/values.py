@@ -162,7 +162,7 @@ def parse_flag(value: object, true_values: frozenset[str] = _TRUE) -> bool | Non
 # ---- headers -------------------------------------------------------------------------------------
 
 _HINT = re.compile(
-    r"\s*[\(\[](?:required|optional|mandatory|req\.?|opt\.?|if applicable|see notes?)[\)\]]\s*"
+    r"\s*[\(\[](?:required|optional|mandatory|req\.?|opt\.?|if applicable|see notes?|pre-?filled|auto-?filled|read[- ]only)[\)\]]\s*"
     r"|\s*\*+\s*$",
     re.IGNORECASE,
 )
