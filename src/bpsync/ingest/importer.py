@@ -376,8 +376,9 @@ def _dry_run(
         warnings=int(info["warnings"]),
         plan=plan.as_dict(),
         problems=info["problems"],
+        notes=list(info.get("notes", [])),
         message=(
-            f"Dry run: {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
+            f"Dry run (template {template}): {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
             f"{plan.batches} batch and {plan.singles} single call(s), about "
             f"{_duration(plan.estimate.seconds)}; nothing was sent."
         ),

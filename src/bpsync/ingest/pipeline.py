@@ -21,6 +21,7 @@ from bpsync.ingest.templates import (
     Template,
     list_templates,
     load_template,
+    match_reason,
     match_template,
     suggest_template,
 )
@@ -107,6 +108,7 @@ def choose_template(
             where=Where(table.file, table.sheet, table.header_row),
             code="no_template",
         )
+    table.notes.append(match_reason(match.template, table.headers))
     return table, match.template
 
 

@@ -50,6 +50,7 @@ class ImportSummary:
     plan: dict[str, Any] | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # template choice, period convention, ...
 
     @property
     def exit_code(self) -> int:
