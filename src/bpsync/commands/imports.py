@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 import bpsync.cli as cli
 from bpsync.client import errors as E
@@ -99,6 +100,14 @@ def import_command(
         float,
         typer.Option(min=0.0, max=0.9, help="Share of each rate limit left for other traffic"),
     ] = DEFAULT_HEADROOM,
+    meter: Annotated[
+        str | None,
+        typer.Option(
+            "--meter",
+            help="Put every row in this meter (its external reference or id): single-meter "
+            "exports with no meter column",
+        ),
+    ] = None,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.
@@ -119,6 +128,7 @@ def import_command(
         create_meters=create_meters,
         headroom=headroom,
         template_dirs=[user_templates_dir()],
+        meter=meter,
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()
@@ -187,7 +197,7 @@ def register_import(
         if outcome.linked:
             out.print(f"linked {outcome.linked} external reference(s) in {outcome.meter_map}")
         for line in outcome.conflicts + outcome.failed:
-            cli.stderr().print(f"[red]error:[/red] {line}", markup=True)
+            cli.stderr().print(f"[red]error:[/red] {escape(line)}", markup=True)
     raise typer.Exit(int(cli.EXIT.OK if outcome.ok else cli.EXIT.CONFLICT))
 
 
