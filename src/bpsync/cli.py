@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.markup import escape
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.table import Table
 
