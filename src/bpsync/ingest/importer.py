@@ -378,7 +378,7 @@ def _dry_run(
         problems=info["problems"],
         notes=list(info.get("notes", [])),
         message=(
-            f"Dry run (template {template}): {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
+            f"Dry run: {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
             f"{plan.batches} batch and {plan.singles} single call(s), about "
             f"{_duration(plan.estimate.seconds)}; nothing was sent."
         ),
