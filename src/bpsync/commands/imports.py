@@ -255,6 +255,19 @@ def templates_show(ctx: typer.Context, name: str, as_json: cli.JsonOpt = False) 
         sys.stdout.write(t.to_toml())
 
 
+def _with_detected_decimal(suggestion: Any, table: Any) -> Any:
+    """Write the decimal separator the file's numbers show ("1.234,5" → ",") into the suggestion."""
+    from dataclasses import replace
+
+    from bpsync.ingest.mapping import resolve_columns, scan_decimal
+
+    try:
+        decimal, _ = scan_decimal(table, resolve_columns(table, suggestion.template))
+    except IngestError:
+        return suggestion  # incomplete or ambiguous: the suggestion says what is missing
+    return replace(suggestion, template=replace(suggestion.template, decimal=decimal))
+
+
 @templates_app.command("suggest")
 def templates_suggest(
     ctx: typer.Context,
@@ -275,6 +288,7 @@ def templates_suggest(
         expected = set().union(*(t.expected_keys() for t in templates))
         table = open_table(file, sheet=sheet, expected=expected)
         suggestion = suggest_template(table.headers, save or "suggested", templates=templates)
+        suggestion = _with_detected_decimal(suggestion, table)
         if save and suggestion.missing:
             cli.fail(
                 "the suggestion is incomplete, so it was not saved; still needed: "

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bpsync.ingest.dates import (
     DateError,
@@ -580,10 +581,63 @@ def scan_period_convention(
     return frozenset(chosen), notes
 
 
+_COMMA_DECIMAL = re.compile(
+    r"^[-+(]?\d{1,3}(?:[. \u00a0]\d{3})+,\d+\)?$|^[-+(]?\d*,(?:\d{1,2}|\d{4,})\)?$"
+)
+_DOT_DECIMAL = re.compile(
+    r"^[-+(]?\d{1,3}(?:[, \u00a0]\d{3})+\.\d+\)?$|^[-+(]?\d*\.(?:\d{1,2}|\d{4,})\)?$"
+)
+
+
+def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str, str | None]:
+    """For decimal = "auto": "," or "." from the number cells typed as text, as dates are decided.
+    "1.234,5" or "12,5" prove a decimal comma; "1,234.5" or "12.5" a decimal point; "1,234" and
+    "1.234" prove nothing. Both kinds in one file is an error (the file must be split or the
+    template must say). Returns the separator and a note for the dry run."""
+    idx = [
+        columns.fields[f].index for f in ("consumption", "cost", "demand") if f in columns.fields
+    ] + [h.index for h, _, _ in columns.values]
+    comma = dot = 0
+    example: dict[str, str] = {}
+    seen = 0
+    for row in table.rows():
+        for i in idx:
+            value = row.cells[i] if i < len(row.cells) else None
+            if type(value) is not str:
+                continue
+            text = value.strip().strip("$€£ ").strip()
+            if _COMMA_DECIMAL.match(text):
+                comma += 1
+                example.setdefault(",", value)
+            elif _DOT_DECIMAL.match(text):
+                dot += 1
+                example.setdefault(".", value)
+            seen += 1
+        if seen >= limit:
+            break
+    if comma and dot:
+        raise IngestError(
+            f"numbers cannot be read safely: {example[',']!r} has a decimal comma but "
+            f"{example['.']!r} a decimal point; set decimal in the template",
+            where=Where(table.file, table.sheet),
+            code="ambiguous_decimal",
+        )
+    if comma:
+        return ",", f"numbers read with a decimal comma (e.g. {example[',']!r})"
+    if dot:
+        return ".", None
+    return ".", None
+
+
 def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
     """Resolve the columns, decide the date order from the data, and map every row.
     Raises IngestError before yielding anything when the file as a whole cannot be read."""
     columns = resolve_columns(table, template)
+    if template.decimal == "auto":
+        decimal, note = scan_decimal(table, columns)
+        template = replace(template, decimal=decimal)
+        if note:
+            table.notes.append(note)
     order, note = scan_date_order(table, template, columns)
     if note:
         table.notes.append(note)

@@ -276,7 +276,7 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
         skip_rows=skip,
         date_order=None if order == "auto" else order,
         date_format=data.get("date_format") or None,
-        decimal=choice("decimal", (".", ","), "."),
+        decimal=choice("decimal", (".", ",", "auto"), "."),
         end_date=choice("end_date", ("inclusive", "next_start", "auto"), "inclusive"),
         estimated_values=_names(data.get("estimated_values"), "estimated_values", name),
         exclude_columns=_names(data.get("exclude_columns"), "exclude_columns", name),

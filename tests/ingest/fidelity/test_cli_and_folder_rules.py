@@ -90,3 +90,14 @@ def test_markup_in_messages_is_printed_literally(env, tmp_path):
     result = invoke("import", str(path), "--dry-run")
     assert result.exit_code != 0
     assert "[fixed] unit" in result.output, result.output
+
+
+def test_templates_suggest_writes_the_detected_decimal(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "Meter Number;Start Date;End Date;Usage;Unit\nZ-1;01.01.2024;31.01.2024;1.234,5;kWh\n",
+        encoding="utf-8",
+    )
+    result = invoke("--json", "templates", "suggest", str(path))
+    assert result.exit_code == 0, result.output
+    assert 'decimal = ","' in json.loads(result.stdout)["toml"]

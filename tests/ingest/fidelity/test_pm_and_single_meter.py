@@ -150,3 +150,24 @@ async def test_reimport_with_another_template_is_not_skipped(client, registered,
     assert await stored_for(client, "ELEC-4471-0091") == [
         (dt.date(2024, 1, 5), dt.date(2024, 2, 4), 612.0, 98.4)
     ]
+
+
+async def test_decimal_comma_and_semicolons(client, registered, tmp_path):
+    """Mimics a German/Dutch utility portal CSV: `;` between fields, "1.234,5" numbers (a dot
+    groups thousands), and a value "1.250" that alone could be either: the column's other values
+    prove the decimal comma, so it is 1250, not 1.25."""
+    path = tmp_path / "verbrauch.csv"
+    path.write_text(
+        "Meter Number;Service Start;Service End;Usage (kWh);Total Charges\n"
+        "1200023456789;2024-01-01;2024-01-31;1.234,5;310,20\n"
+        "1200023456789;2024-02-01;2024-02-29;1.250;299,95\n",
+        encoding="utf-8",
+    )
+    dry = await import_file(client, PROFILE, path, ImportOptions(dry_run=True))
+    assert "numbers read with a decimal comma (e.g. '1.234,5')" in dry.notes
+    summary = await import_file(client, PROFILE, path)
+    assert (summary.template, summary.accepted) == ("utility_service_period", 2)
+    assert await stored_for(client, "1200023456789") == [
+        (dt.date(2024, 1, 1), dt.date(2024, 1, 31), 1234.5, 310.2),
+        (dt.date(2024, 2, 1), dt.date(2024, 2, 29), 1250.0, 299.95),
+    ]
