@@ -24,7 +24,7 @@ from typing import Any, Literal
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, list_sheets, read_xlsx
 from bpsync.ingest.templates import AmbiguousColumn, find_column
-from bpsync.ingest.units import METER_TYPES, canonical_unit
+from bpsync.ingest.units import METER_TYPES, canonical_unit, lookup_meter_type
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
 from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
@@ -73,7 +73,7 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         "building": ("Building Name", "Building"),
         "name": ("Meter Name", "Meter"),
         "type": ("Meter Type", "Type"),
-        "unit": ("Unit", "Units"),
+        "unit": ("Unit", "Units", "Usage Units"),
         "utility_ref": ("Utility Meter Number", "Meter Number", "Utility Meter No."),
         "pm_ref": ("PM Meter ID", "Portfolio Manager Meter ID"),
         "provider": ("Provider", "Utility"),
@@ -402,12 +402,25 @@ def _meters(
                     building,
                 )
             name = _text(v, "name", True) or ""
+            pm_ref = _text(v, "pm_ref", False)
+            taken = {(k[0], k[1].casefold(), k[2].casefold()) for k in seen}
+            if (ref, building.casefold(), name.casefold()) in taken and pm_ref:
+                # PM allows two meters of one name in a property; its meter id tells them apart.
+                reg.notes.append(
+                    f"two meters named {name!r} in {building!r}: the second is named "
+                    f"{name + f' (PM {pm_ref})'!r} after its Portfolio Manager meter id"
+                )
+                name = f"{name} (PM {pm_ref})"
             key = (ref, building, name)
-            if (ref, building.casefold(), name.casefold()) in {
-                (k[0], k[1].casefold(), k[2].casefold()) for k in seen
-            }:
+            if (ref, building.casefold(), name.casefold()) in taken:
                 raise _Bad("name", f"meter {name!r} appears twice in {building!r}", name)
-            mtype = _choice(v, "type", METER_TYPES)
+            try:
+                mtype = _choice(v, "type", METER_TYPES)
+            except _Bad:  # Portfolio Manager's names: "Electric - Grid", "Natural Gas"
+                known = lookup_meter_type(_text(v, "type", True) or "")
+                if known is None:
+                    raise
+                mtype = known
             unit_text = _text(v, "unit", True) or ""
             unit = canonical_unit(mtype, unit_text)
             if unit is None:
