@@ -17,6 +17,7 @@ from bpsync.ingest.mapping import map_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog, normalise
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
+from bpsync.ingest.readers.xlsx import list_sheets
 from bpsync.ingest.templates import (
     Template,
     list_templates,
@@ -96,6 +97,32 @@ def choose_template(
         delimiter=delimiter,
     )
     match = match_template(table.headers, templates, fmt=fmt)
+    seen: list[str] = []
+    if fmt == "xlsx" and sheet is None:
+        # Score every other visible sheet against the templates and keep the best (issue 11
+        # item 6); when none fits, say what each sheet holds.
+        seen.append(f"sheet {table.sheet!r}: " + _some(table))
+        for other, state in list_sheets(path):
+            if other == table.sheet or (state != "visible" and not include_hidden):
+                continue
+            try:
+                candidate = open_table(path, fmt=fmt, sheet=other, expected=expected)
+            except IngestError:
+                seen.append(f"sheet {other!r}: no header row")
+                continue
+            seen.append(f"sheet {other!r}: " + _some(candidate))
+            found = match_template(candidate.headers, templates, fmt=fmt)
+            if found is not None and (match is None or found.score > match.score):
+                table, match = candidate, found
+                table.notes.append(f"sheet {other!r} fits a template best")
+    if match is None and len(seen) > 1:
+        raise IngestError(
+            "no sheet of this workbook fits a template. "
+            + "; ".join(seen)
+            + ". Save a template with `bpsync templates suggest FILE --sheet NAME`.",
+            where=Where(table.file),
+            code="no_template",
+        )
     if match is None:
         suggestion = suggest_template(table.headers, templates=templates)
         mapped = ", ".join(f"{f} ← {h!r}" for f, h in suggestion.matched.items()) or "nothing"
@@ -110,6 +137,13 @@ def choose_template(
         )
     table.notes.append(match_reason(match.template, table.headers))
     return table, match.template
+
+
+def _some(table: Table, limit: int = 8) -> str:
+    texts = [repr(h.text) for h in table.headers]
+    return ", ".join(texts[:limit]) + (
+        f" and {len(texts) - limit} more" if len(texts) > limit else ""
+    )
 
 
 def prepare(
