@@ -101,3 +101,14 @@ def test_templates_suggest_writes_the_detected_decimal(tmp_path):
     result = invoke("--json", "templates", "suggest", str(path))
     assert result.exit_code == 0, result.output
     assert 'decimal = ","' in json.loads(result.stdout)["toml"]
+
+
+def test_suggest_never_maps_a_register_read_as_meter_or_usage():
+    """Mimics a water utility CSV with the cumulative register next to the usage."""
+    from bpsync.ingest.templates import suggest_template
+
+    s = suggest_template(["Account Number", "Meter Read", "Read Date", "Days", "Usage (kgal)"])
+    assert s.matched["meter"] == "Account Number"
+    assert s.matched["consumption"] == "Usage (kgal)"
+    s = suggest_template(["Meter Read", "Previous Reading", "Read Date", "Days"])
+    assert "meter" not in s.matched and "consumption" not in s.matched

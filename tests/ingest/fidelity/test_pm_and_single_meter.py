@@ -171,3 +171,30 @@ async def test_decimal_comma_and_semicolons(client, registered, tmp_path):
         (dt.date(2024, 1, 1), dt.date(2024, 1, 31), 1234.5, 310.2),
         (dt.date(2024, 2, 1), dt.date(2024, 2, 29), 1250.0, 299.95),
     ]
+
+
+async def test_create_meters_uses_the_files_meter_type(client, registered, tmp_path):
+    """A PM-style export naming meters by building and name with a Meter Type column: a district
+    hot water meter billed in kWh is created as district_heating (its unit alone would say
+    electricity)."""
+    path = tmp_path / "by_name.csv"
+    path.write_text(
+        "Building,Meter,Meter Type,Start Date,End Date,Usage,Unit\n"
+        "Riverside Annex,Loop 2,District Hot Water,2024-01-01,2024-01-31,4100,kWh\n",
+        encoding="utf-8",
+    )
+    template = tmp_path / "by_name.toml"
+    template.write_text(
+        'name = "by_name"\nlayout = "long"\ndate_order = "auto"\n'
+        '[meter]\nby = "building_name"\nbuilding_column = ["Building"]\nname_column = ["Meter"]\n'
+        '[columns]\nstart_date = ["Start Date"]\nend_date = ["End Date"]\n'
+        'consumption = ["Usage"]\nunit = ["Unit"]\nmeter_type = ["Meter Type"]\n',
+        encoding="utf-8",
+    )
+    notes: list[str] = []
+    options = ImportOptions(template=str(template), create_meters=True)
+    summary = await import_file(client, PROFILE, path, options, note=notes.append)
+    assert (summary.accepted, summary.rejected) == (1, 0), summary.problems
+    assert any(
+        "created meter Riverside Annex / Loop 2 (district_heating, kWh)" in n for n in notes
+    ), notes
