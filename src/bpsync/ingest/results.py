@@ -154,8 +154,9 @@ def render(summary: ImportSummary, console: Any) -> None:
     for k, v in rows:
         t.add_row(k, escape(str(v)))
     console.print(t)
-    for note in summary.notes:
-        console.print(note, markup=False)
+    if summary.status == "dry-run":  # the choices made (template, conventions) before sending
+        for note in summary.notes:
+            console.print(f"note: {note}", markup=False)
     if summary.message:
         console.print(summary.message, markup=False)
 
