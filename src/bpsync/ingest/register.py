@@ -39,17 +39,30 @@ _SHEETS = {
 }
 _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
     "properties": {
-        "ref": ("Property Ref", "Internal Ref", "internal_ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "internal_ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "name": ("Property Name", "Name"),
-        "street": ("Street", "Address", "Street Address"),
+        "street": ("Street", "Address", "Street Address", "Address 1"),
         "city": ("City",),
         "state": ("State", "State/Province", "County", "Region"),
         "postal_code": ("Postal Code", "Postcode", "ZIP", "ZIP Code"),
         "country": ("Country", "Country Code"),
-        "type": ("Property Type", "Type"),
+        "type": ("Property Type", "Type", "Primary Property Type - Self Selected"),
     },
     "buildings": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "name": ("Building Name", "Building"),
         "primary_use_type": ("Primary Use Type", "Primary Use"),
         "gfa": ("Gross Floor Area", "GFA", "Floor Area"),
@@ -63,13 +76,25 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "use_types": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "building": ("Building Name", "Building"),
         "type": ("Use Type",),
         "gfa": ("Floor Area", "Gross Floor Area", "GFA"),
     },
     "meters": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "building": ("Building Name", "Building"),
         "name": ("Meter Name", "Meter"),
         "type": ("Meter Type", "Type"),

@@ -1,5 +1,5 @@
 """`register import` of a register whose Meters sheet is copied from Portfolio Manager's own
-export: PM meter type names ("Electric - Grid"), PM unit names ("kWh (thousand Watt-hours)") in a
+export: PM's property column names (Portfolio Manager Property ID, Address 1), PM meter type names ("Electric - Grid"), PM unit names ("kWh (thousand Watt-hours)") in a
 "Usage Units" column, and two meters with the same name in one property (PM allows it), told
 apart by their Portfolio Manager Meter ID."""
 
@@ -16,7 +16,15 @@ def test_pm_meter_names_types_units_and_duplicate_names(tmp_path: Path):
         tmp_path / "register.xlsx",
         {
             "Properties": [
-                ["Property Ref", "Property Name", "Street", "City", "Country", "Property Type"],
+                # PM's Properties export column names
+                [
+                    "Portfolio Manager Property ID",
+                    "Property Name",
+                    "Address 1",
+                    "City",
+                    "Country",
+                    "Primary Property Type - Self Selected",
+                ],
                 ["P1", "Tower", "1 A St", "New York", "US", "office"],
             ],
             "Buildings": [
