@@ -603,6 +603,7 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
     for row in table.rows():
         for i in idx:
             value = row.cells[i] if i < len(row.cells) else None
+            seen += 1  # every cell counts: a sheet of real numbers is not read twice in full
             if type(value) is not str:
                 continue
             text = value.strip().strip("$€£ ").strip()
@@ -612,8 +613,9 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
             elif _DOT_DECIMAL.match(text):
                 dot += 1
                 example.setdefault(".", value)
-            seen += 1
-        if seen >= limit:
+        # Past `limit` cells with proof, or 20 × `limit` without (numbers that never prove a
+        # convention, such as whole numbers, are read the same either way).
+        if (seen >= limit and (comma or dot)) or seen >= 20 * limit:
             break
     if comma and dot:
         raise IngestError(
