@@ -613,7 +613,7 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
             elif _DOT_DECIMAL.match(text):
                 dot += 1
                 example.setdefault(".", value)
-        # Past `limit` cells with proof, or 20 × `limit` without (numbers that never prove a
+        # Past `limit` cells with proof, or 20 times `limit` without (numbers that never prove a
         # convention, such as whole numbers, are read the same either way).
         if (seen >= limit and (comma or dot)) or seen >= 20 * limit:
             break
