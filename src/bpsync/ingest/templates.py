@@ -311,8 +311,10 @@ def _check_fields(t: Template) -> None:
             raise TemplateError(
                 'meter.by = "building_name" needs building_column and name_column', template=t.name
             )
-    elif t.layout != "wide_meters" and not t.meter.column:
-        raise TemplateError("meter.column is required", template=t.name)
+    elif t.layout != "wide_meters" and not t.meter.column and not t.fixed_meter:
+        raise TemplateError(
+            "meter.column is required (or [fixed] meter for single-meter files)", template=t.name
+        )
     if t.layout == "wide_months":
         return
     ways = (
