@@ -597,7 +597,7 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
     idx = [
         columns.fields[f].index for f in ("consumption", "cost", "demand") if f in columns.fields
     ] + [h.index for h, _, _ in columns.values]
-    comma = dot = 0
+    comma = dot = texts = 0
     example: dict[str, str] = {}
     seen = 0
     for row in table.rows():
@@ -606,6 +606,7 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
             seen += 1  # every cell counts: a sheet of real numbers is not read twice in full
             if type(value) is not str:
                 continue
+            texts += 1
             text = value.strip().strip("$€£ ").strip()
             if _COMMA_DECIMAL.match(text):
                 comma += 1
@@ -613,9 +614,10 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
             elif _DOT_DECIMAL.match(text):
                 dot += 1
                 example.setdefault(".", value)
-        # Past `limit` cells with proof, or 20 times `limit` without (numbers that never prove a
-        # convention, such as whole numbers, are read the same either way).
-        if (seen >= limit and (comma or dot)) or seen >= 20 * limit:
+        # Past `limit` cells with proof or with no number typed as text (a workbook of real
+        # numbers); else up to 20 times `limit` (numbers that never prove a convention, such as
+        # whole numbers, are read the same either way).
+        if (seen >= limit and (comma or dot or not texts)) or seen >= 20 * limit:
             break
     if comma and dot:
         raise IngestError(
