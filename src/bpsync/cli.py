@@ -26,6 +26,7 @@ import typer
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 from rich.table import Table
 
@@ -266,10 +267,11 @@ def fail(
             body.update({"status": exc.status, "service_code": exc.code, **to_jsonable(exc.extra)})
         sys.stderr.write(json.dumps({"error": body}) + "\n")
     else:
-        stderr().print(f"[red]error:[/red] {message}", markup=True)
+        # The message quotes files, templates and the service: escape it ("[fixed]" must show).
+        stderr().print(f"[red]error:[/red] {escape(message)}", markup=True)
         if isinstance(exc, E.ValidationError):
             for d in exc.details:
-                stderr().print(f"  - {d.get('field')}: {d.get('message')}")
+                stderr().print(f"  - {d.get('field')}: {d.get('message')}", markup=False)
     raise typer.Exit(int(code))
 
 
@@ -281,7 +283,10 @@ def banner(client: AsyncServiceClient, profile: Profile) -> None:
         label = "[green]sandbox[/green]"
     else:
         label = "[yellow]environment set by the OAuth app[/yellow]"
-    stderr().print(f"{label} · {client.base.base_url} · profile {profile.name}", markup=True)
+    stderr().print(
+        f"{label} · {escape(str(client.base.base_url))} · profile {escape(profile.name)}",
+        markup=True,
+    )
 
 
 def run(ctx: typer.Context, action: Callable[[AsyncServiceClient], Awaitable[T]]) -> T:

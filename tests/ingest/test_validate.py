@@ -44,6 +44,13 @@ def test_overlaps_in_the_file_reject_both_rows(csv_file):
     assert r.rejected_rows == {2, 3} and r.accepted_count == 1
 
 
+def test_overlap_stored_says_when_the_value_is_the_same(csv_file):
+    stored = {"mtr_e": [StoredReading(D(2024, 1, 1), D(2024, 1, 31), 5.0, "rdg_1")]}
+    r = run(csv_file, "mtr_e,2024-01-02,2024-01-31,5,kWh\n", existing=stored)
+    [p] = [p for p in r.problems if p.code == "overlap_stored"]
+    assert p.reason.endswith("(2024-01-01..2024-01-31) with the same value (5 kWh)")
+
+
 def test_overlap_with_stored_readings_and_already_stored(csv_file):
     stored = {
         "mtr_e": [
@@ -57,7 +64,11 @@ def test_overlap_with_stored_readings_and_already_stored(csv_file):
         existing=stored,
     )
     assert ("already_stored", 2) in codes(r) and ("overlap_stored", 3) in codes(r)
-    assert "rdg_2" in next(p.reason for p in r.problems if p.code == "overlap_stored")
+    reason = next(p.reason for p in r.problems if p.code == "overlap_stored")
+    assert reason.endswith(
+        "overlaps stored reading rdg_2 (2024-02-01..2024-02-29) with a different value "
+        "(7 kWh stored, 5 kWh in the file)"
+    )
     assert [c.row for c in r.all_candidates()] == [4] and r.already_stored == 1
 
 

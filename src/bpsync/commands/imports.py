@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 import bpsync.cli as cli
 from bpsync.client import errors as E
@@ -99,6 +100,14 @@ def import_command(
         float,
         typer.Option(min=0.0, max=0.9, help="Share of each rate limit left for other traffic"),
     ] = DEFAULT_HEADROOM,
+    meter: Annotated[
+        str | None,
+        typer.Option(
+            "--meter",
+            help="Put every row in this meter (its external reference or id): single-meter "
+            "exports with no meter column",
+        ),
+    ] = None,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.
@@ -119,6 +128,7 @@ def import_command(
         create_meters=create_meters,
         headroom=headroom,
         template_dirs=[user_templates_dir()],
+        meter=meter,
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()
@@ -187,7 +197,7 @@ def register_import(
         if outcome.linked:
             out.print(f"linked {outcome.linked} external reference(s) in {outcome.meter_map}")
         for line in outcome.conflicts + outcome.failed:
-            cli.stderr().print(f"[red]error:[/red] {line}", markup=True)
+            cli.stderr().print(f"[red]error:[/red] {escape(line)}", markup=True)
     raise typer.Exit(int(cli.EXIT.OK if outcome.ok else cli.EXIT.CONFLICT))
 
 
@@ -245,6 +255,19 @@ def templates_show(ctx: typer.Context, name: str, as_json: cli.JsonOpt = False) 
         sys.stdout.write(t.to_toml())
 
 
+def _with_detected_decimal(suggestion: Any, table: Any) -> Any:
+    """Write the decimal separator the file's numbers show ("1.234,5" → ",") into the suggestion."""
+    from dataclasses import replace
+
+    from bpsync.ingest.mapping import resolve_columns, scan_decimal
+
+    try:
+        decimal, _ = scan_decimal(table, resolve_columns(table, suggestion.template))
+    except IngestError:
+        return suggestion  # incomplete or ambiguous: the suggestion says what is missing
+    return replace(suggestion, template=replace(suggestion.template, decimal=decimal))
+
+
 @templates_app.command("suggest")
 def templates_suggest(
     ctx: typer.Context,
@@ -265,6 +288,7 @@ def templates_suggest(
         expected = set().union(*(t.expected_keys() for t in templates))
         table = open_table(file, sheet=sheet, expected=expected)
         suggestion = suggest_template(table.headers, save or "suggested", templates=templates)
+        suggestion = _with_detected_decimal(suggestion, table)
         if save and suggestion.missing:
             cli.fail(
                 "the suggestion is incomplete, so it was not saved; still needed: "

@@ -23,7 +23,7 @@ from bpsync.ingest.templates import load_template
 from bpsync.paths import user_templates_dir
 from bpsync.watch.core import RunResult, WatchConfig, Watcher, WatcherBusyError
 from bpsync.watch.log import WatchLog
-from bpsync.watch.rules import DEFAULT_IGNORE
+from bpsync.watch.rules import DEFAULT_IGNORE, read_folder_rules
 from bpsync.watch.service import ServiceImporter
 from bpsync.watch.summary import watch_status_lines
 
@@ -171,12 +171,18 @@ def watch_command(
             backoff_cap=max_backoff,
             stop_grace=stop_grace,
         )
+        rules = read_folder_rules(config.folder)  # .bpsync-folder.toml: meter, template
     except (ValueError, ConfigError) as exc:
         cli.fail(str(exc), cli.EXIT.USAGE)
     log = WatchLog(sys.stderr, json_lines=log_json, verbose=state.verbose)
     importer = ServiceImporter(
         profile_name,
-        ImportOptions(template=template, headroom=headroom, template_dirs=[user_templates_dir()]),
+        ImportOptions(
+            template=rules.template if rules.template and template == "auto" else template,
+            headroom=headroom,
+            template_dirs=[user_templates_dir()],
+            meter=rules.meter,
+        ),
         note=note_logger(log),
     )
     watcher = Watcher(config, importer, log=log)

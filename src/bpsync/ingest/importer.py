@@ -49,6 +49,7 @@ from bpsync.ingest.submit import (
     order_for_plan,
     reconcile_in_flight,
 )
+from bpsync.ingest.templates import load_template
 from bpsync.ingest.values import cell_text
 from bpsync.paths import ensure_private_dir, state_dir
 
@@ -67,11 +68,34 @@ class ImportOptions:
     concurrency: int = 4
     template_dirs: Sequence[Path] | None = None
     include_hidden: bool = False
+    meter: str | None = None  # every row into this meter (REF_OR_ID): single-meter exports
     today: dt.date | None = None
     reject_report: bool = True
     # Where the journal files this import; default: the base URL and the credential's
     # fingerprint. The demo names its data dir instead (its port changes between runs).
     target: str | None = None
+
+
+def import_key(digest: str, options: ImportOptions) -> str:
+    """What "already imported" is keyed on: the file's content and, when they are not the
+    defaults, the template (its name and text) and the options that change the readings
+    (issue 11 item 10). With the defaults it is the content hash, as before."""
+    extra = []
+    if options.template not in (None, "auto"):
+        extra.append(f"template={options.template}")
+        try:
+            t = load_template(str(options.template), options.template_dirs)
+            if t.path is not None:
+                extra.append(hashlib.sha256(t.path.read_bytes()).hexdigest())
+        except (IngestError, OSError):
+            pass  # an unknown template fails later with its own message
+    if options.meter:
+        extra.append(f"meter={options.meter}")
+    if options.include_hidden:
+        extra.append("include_hidden")
+    if not extra:
+        return digest
+    return hashlib.sha256("\n".join([digest, *extra]).encode()).hexdigest()
 
 
 class ImportBusyError(IngestError):
@@ -137,7 +161,7 @@ async def import_file(
     except Timeout:
         raise ImportBusyError() from None
     try:
-        digest = await asyncio.to_thread(file_hash, path)
+        digest = import_key(await asyncio.to_thread(file_hash, path), options)
         flights, found = await reconcile_in_flight(client, journal, target)
         if flights:
             note(
@@ -217,6 +241,7 @@ async def _new_import(
             template_dirs=options.template_dirs,
             sheet=options.sheet,
             include_hidden=options.include_hidden,
+            meter=options.meter,
         )
 
     prepared = await asyncio.to_thread(read)
@@ -351,6 +376,7 @@ def _dry_run(
         warnings=int(info["warnings"]),
         plan=plan.as_dict(),
         problems=info["problems"],
+        notes=list(info.get("notes", [])),
         message=(
             f"Dry run: {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
             f"{plan.batches} batch and {plan.singles} single call(s), about "

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from bpsync.ingest.dates import (
     DateError,
@@ -20,8 +21,8 @@ from bpsync.ingest.dates import (
 )
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Row, Table, is_total_row
-from bpsync.ingest.templates import Template, TemplateError, find_column
-from bpsync.ingest.units import lookup_unit
+from bpsync.ingest.templates import AmbiguousColumn, Template, TemplateError, find_column
+from bpsync.ingest.units import lookup_meter_type, lookup_unit
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_flag, parse_number
 
 # Look at this many date cells before deciding the file writes no all-numeric dates.
@@ -45,6 +46,7 @@ class MappedRow:
     building: str | None = None  # with meter.by = "building_name"
     column: str | None = None  # the value column of a wide layout
     column_index: int | None = None
+    meter_type: str | None = None  # the service meter type the file states for the row
 
 
 @dataclass
@@ -56,10 +58,22 @@ class Columns:
     building: Header | None
     meter_name: Header | None
     values: list[tuple[Header, dt.date | None, dt.date | None]]  # wide: value columns (+ month)
+    skip_if_filled: list[Header] = field(default_factory=list)
 
 
 def resolve_columns(table: Table, template: Template) -> Columns:
-    """Find each field's column; raises IngestError naming what is missing."""
+    """Find each field's column; raises IngestError naming what is missing or ambiguous."""
+    try:
+        return _resolve_columns(table, template)
+    except AmbiguousColumn as exc:
+        raise IngestError(
+            f"{exc} (template {template.name!r})",
+            where=Where(table.file, table.sheet, table.header_row),
+            code="ambiguous_column",
+        ) from None
+
+
+def _resolve_columns(table: Table, template: Template) -> Columns:
     headers = table.headers
     fields = {}
     for f, names in template.columns.items():
@@ -73,7 +87,7 @@ def resolve_columns(table: Table, template: Template) -> Columns:
     missing = []
     if template.layout == "long" and "consumption" not in fields:
         missing.append(f"consumption ({' / '.join(template.names_for('consumption'))})")
-    if template.layout != "wide_meters":
+    if template.layout != "wide_meters" and not template.fixed_meter:
         if spec.by == "building_name":
             if building is None or meter_name is None:
                 missing.append("building and meter name")
@@ -120,7 +134,8 @@ def resolve_columns(table: Table, template: Template) -> Columns:
             where=Where(table.file, table.sheet, table.header_row),
             code="template_mismatch",
         )
-    return Columns(fields, meter, building, meter_name, values)
+    skips = [h for h in (find_column(headers, [n]) for n in template.skip_if_filled) if h]
+    return Columns(fields, meter, building, meter_name, values, skips)
 
 
 def scan_date_order(
@@ -167,6 +182,7 @@ def map_rows(
     *,
     columns: Columns | None = None,
     date_order: DateOrder | None = None,
+    next_start_meters: frozenset[str] | None = None,
 ) -> Iterator[MappedRow | Problem]:
     """Every reading of the table, or a Problem for each row (or wide cell) that cannot be read.
     Call `scan_date_order` first for files with all-numeric dates (`map_table` does both)."""
@@ -178,7 +194,6 @@ def map_rows(
     decimal = template.decimal
     epoch = table.date_epoch
     fmt = template.date_format
-    next_start = template.end_date == "next_start"
     true_values = frozenset(v.strip().casefold() for v in template.estimated_values) or None
     one_day = dt.timedelta(days=1)
 
@@ -221,8 +236,12 @@ def map_rows(
             )
         return int(number)
 
-    # The period of a row, by whichever date fields the template maps.
-    def period(cells: tuple[object, ...]) -> tuple[dt.date, dt.date]:
+    # The period of a row, by whichever date fields the template maps. With end_date = "auto",
+    # `next_start_meters` names the meters whose file writes end == next start.
+    def period(cells: tuple[object, ...], meter: str | None = None) -> tuple[dt.date, dt.date]:
+        next_start = template.end_date == "next_start" or (
+            next_start_meters is not None and meter in next_start_meters
+        )
         if "start_date" in f and "end_date" in f:
             start, end = date_of(cells, "start_date"), date_of(cells, "end_date")
             if next_start:
@@ -309,7 +328,11 @@ def map_rows(
             estimated = flag
         return cost, currency, demand, estimated
 
+    fixed_meter = template.fixed_meter
+
     def meter_of(cells: tuple[object, ...]) -> tuple[str, str | None]:
+        if fixed_meter:
+            return fixed_meter, None
         if template.meter.by == "building_name":
             building, name = cell(cells, columns.building), cell(cells, columns.meter_name)
             if is_blank(building):
@@ -328,6 +351,31 @@ def map_rows(
         if type(value) is str and len(meters_seen) < 1_000_000:
             meters_seen[value] = key
         return key, None
+
+    types_seen: dict[str, str] = {}
+
+    def meter_type_of(cells: tuple[object, ...]) -> str | None:
+        h = f.get("meter_type")
+        value = cell(cells, h)
+        if h is None or is_blank(value):
+            return None
+        text = cell_text(value).strip()
+        known = types_seen.get(text)
+        if known is None:
+            known = lookup_meter_type(text)
+            if known is None:
+                raise _RowError(
+                    "unknown_meter_type",
+                    "the meter type is not one bpsync knows, so the row cannot be put in a meter "
+                    "safely",
+                    h,
+                    value,
+                )
+            types_seen[text] = known
+        return known
+
+    def filled_skip(cells: tuple[object, ...]) -> Header | None:
+        return next((h for h in columns.skip_if_filled if not is_blank(cell(cells, h))), None)
 
     def problem(row: Row, err: _RowError, meter: str | None = None) -> Problem:
         where = table.where(row.number, err.header)
@@ -353,10 +401,24 @@ def map_rows(
                 row_values=tuple(cell_text(c) for c in cells),
             )
             continue
+        if columns.skip_if_filled:
+            filled = filled_skip(cells)
+            if filled is not None:
+                yield Problem(
+                    "already_in_source",
+                    f"{filled.label} is filled: Portfolio Manager already holds this entry, so "
+                    "the row is not inserted",
+                    table.where(row.number, filled),
+                    value=cell_text(cell(cells, filled)),
+                    severity="notice",
+                    row_values=tuple(cell_text(c) for c in cells),
+                )
+                continue
         try:
             if layout == "long":
                 meter, building = meter_of(cells)
-                start, end = period(cells)
+                meter_type = meter_type_of(cells)
+                start, end = period(cells, _convention_key(meter, building))
                 consumption = number_of(cells, "consumption")
                 if consumption is None:
                     raise _RowError("missing_consumption", "consumption is empty", f["consumption"])
@@ -374,6 +436,7 @@ def map_rows(
                     demand,
                     estimated,
                     building,
+                    meter_type=meter_type,
                 )
                 continue
             if layout == "wide_meters":
@@ -383,6 +446,7 @@ def map_rows(
                 row_building = None
             else:
                 row_meter, row_building = meter_of(cells)
+                row_type = meter_type_of(cells)
                 cost = currency = demand = None
                 estimated = False
         except _RowError as err:
@@ -431,18 +495,169 @@ def map_rows(
                     row_building,
                     h.text,
                     h.index,
+                    row_type,
                 )
+
+
+def _convention_key(meter: str, building: str | None) -> str:
+    return meter if building is None else f"{building}\x1f{meter}"
+
+
+def scan_period_convention(
+    table: Table, template: Template, columns: Columns, order: DateOrder | None
+) -> tuple[frozenset[str], list[str]]:
+    """For end_date = "auto": the meters whose consecutive rows mostly have end == next start
+    (older Portfolio Manager exports), and a note per convention for the dry run. A meter with no
+    consecutive rows to judge keeps inclusive end dates, and the note says so."""
+    f = columns.fields
+    if not ("start_date" in f and "end_date" in f):
+        return frozenset(), []
+    s_i, e_i = f["start_date"].index, f["end_date"].index
+    periods: dict[str, list[tuple[dt.date, dt.date]]] = {}
+    for row in table.rows():
+        cells = row.cells
+
+        def at(h: Header | None, cells: tuple[object, ...] = cells) -> object:
+            return cells[h.index] if h is not None and h.index < len(cells) else None
+
+        if template.fixed_meter:
+            key = template.fixed_meter
+        elif template.meter.by == "building_name":
+            b, n = at(columns.building), at(columns.meter_name)
+            if is_blank(b) or is_blank(n):
+                continue
+            key = _convention_key(cell_text(n).strip(), cell_text(b).strip())
+        else:
+            m = at(columns.meter)
+            if is_blank(m):
+                continue
+            key = cell_text(m).strip()
+        try:
+            start = parse_date(
+                cells[s_i] if s_i < len(cells) else None,
+                order,
+                template.date_format,
+                table.date_epoch,
+            )
+            end = parse_date(
+                cells[e_i] if e_i < len(cells) else None,
+                order,
+                template.date_format,
+                table.date_epoch,
+            )
+        except DateError:
+            continue
+        periods.setdefault(key, []).append((start, end))
+    touching: list[str] = []
+    inclusive: list[str] = []
+    unknown: list[str] = []
+    chosen: set[str] = set()
+    for key, items in periods.items():
+        items.sort()
+        pairs = list(itertools.pairwise(items))
+        same = sum(1 for (_, e), (s, _) in pairs if e == s)
+        next_day = sum(1 for (_, e), (s, _) in pairs if e + dt.timedelta(days=1) == s)
+        label = key.replace("\x1f", " / ")
+        if same > next_day:
+            chosen.add(key)
+            touching.append(f"{label} ({same} of {len(pairs)} consecutive bills)")
+        elif next_day:
+            inclusive.append(f"{label} ({next_day} of {len(pairs)} consecutive bills)")
+        else:
+            unknown.append(label)
+    notes = []
+    if touching:
+        notes.append(
+            "end dates read as the next bill's start (each period ends the day before) for "
+            "meters whose bills share a boundary day: " + ", ".join(touching)
+        )
+    if inclusive:
+        notes.append("end dates read as inclusive for: " + ", ".join(inclusive))
+    if unknown:
+        notes.append(
+            "end dates read as inclusive (no consecutive bills to tell the convention) for: "
+            + ", ".join(unknown)
+        )
+    return frozenset(chosen), notes
+
+
+_COMMA_DECIMAL = re.compile(
+    r"^[-+(]?\d{1,3}(?:[. \u00a0]\d{3})+,\d+\)?$|^[-+(]?\d*,(?:\d{1,2}|\d{4,})\)?$"
+)
+_DOT_DECIMAL = re.compile(
+    r"^[-+(]?\d{1,3}(?:[, \u00a0]\d{3})+\.\d+\)?$|^[-+(]?\d*\.(?:\d{1,2}|\d{4,})\)?$"
+)
+
+
+def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str, str | None]:
+    """For decimal = "auto": "," or "." from the number cells typed as text, as dates are decided.
+    "1.234,5" or "12,5" prove a decimal comma; "1,234.5" or "12.5" a decimal point; "1,234" and
+    "1.234" prove nothing. Both kinds in one file is an error (the file must be split or the
+    template must say). Returns the separator and a note for the dry run."""
+    idx = [
+        columns.fields[f].index for f in ("consumption", "cost", "demand") if f in columns.fields
+    ] + [h.index for h, _, _ in columns.values]
+    comma = dot = texts = 0
+    example: dict[str, str] = {}
+    seen = 0
+    for row in table.rows():
+        for i in idx:
+            value = row.cells[i] if i < len(row.cells) else None
+            seen += 1  # every cell counts: a sheet of real numbers is not read twice in full
+            if type(value) is not str:
+                continue
+            texts += 1
+            text = value.strip().strip("$€£ ").strip()
+            if _COMMA_DECIMAL.match(text):
+                comma += 1
+                example.setdefault(",", value)
+            elif _DOT_DECIMAL.match(text):
+                dot += 1
+                example.setdefault(".", value)
+        # Past `limit` cells with proof or with no number typed as text (a workbook of real
+        # numbers); else up to 20 times `limit` (numbers that never prove a convention, such as
+        # whole numbers, are read the same either way).
+        if (seen >= limit and (comma or dot or not texts)) or seen >= 20 * limit:
+            break
+    if comma and dot:
+        raise IngestError(
+            f"numbers cannot be read safely: {example[',']!r} has a decimal comma but "
+            f"{example['.']!r} a decimal point; set decimal in the template",
+            where=Where(table.file, table.sheet),
+            code="ambiguous_decimal",
+        )
+    if comma:
+        return ",", f"numbers read with a decimal comma (e.g. {example[',']!r})"
+    if dot:
+        return ".", None
+    return ".", None
 
 
 def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
     """Resolve the columns, decide the date order from the data, and map every row.
     Raises IngestError before yielding anything when the file as a whole cannot be read."""
     columns = resolve_columns(table, template)
+    if template.decimal == "auto":
+        decimal, note = scan_decimal(table, columns)
+        template = replace(template, decimal=decimal)
+        if note:
+            table.notes.append(note)
     order, note = scan_date_order(table, template, columns)
     if note:
         table.notes.append(note)
     if order and order != template.date_order:
         table.notes.append(f"dates read {'day-first' if order == 'DMY' else 'month-first'}")
+    next_start_meters = None
+    if template.end_date == "auto":
+        next_start_meters, notes = scan_period_convention(table, template, columns, order)
+        table.notes.extend(notes)
     return itertools.chain(
-        table.problems, map_rows(table, template, columns=columns, date_order=order)
+        table.problems,
+        map_rows(
+            table,
+            template,
+            columns=columns,
+            date_order=order,
+            next_start_meters=next_start_meters,
+        ),
     )

@@ -240,10 +240,13 @@ def plan_meter_creation(table: Table, template: Template, portfolio: Portfolio) 
         buildings.setdefault(_fold(str(b.get("name", ""))), []).append((bid, str(b["name"])))
     wanted: dict[tuple[str, str], set[str | None]] = {}
     names: dict[tuple[str, str], tuple[str, str]] = {}
+    stated: dict[tuple[str, str], set[str]] = {}  # the file's own Meter Type column
     for item in map_table(table, template):
         if not isinstance(item, MappedRow) or item.building is None:
             continue
         key = (_fold(item.building), _fold(item.meter_key))
+        if item.meter_type:
+            stated.setdefault(key, set()).add(item.meter_type)
         if key in wanted:
             wanted[key].add(item.unit)
             continue
@@ -265,12 +268,20 @@ def plan_meter_creation(table: Table, template: Template, portfolio: Portfolio) 
             continue
         unit = next(iter(units))
         assert unit is not None
-        mtype = infer_meter_type(name, unit)
+        types = stated.get(key, set())
+        if len(types) > 1:
+            out.unclear.append(f"{building} / {name}: the file gives it several meter types")
+            continue
+        mtype = next(iter(types)) if types else infer_meter_type(name, unit)
         if mtype is None:
             out.unclear.append(f"{building} / {name}: the meter type is not clear from {unit!r}")
             continue
         canonical = canonical_unit(mtype, unit)
-        assert canonical is not None
+        if canonical is None:
+            out.unclear.append(
+                f"{building} / {name}: {unit!r} is not a unit of a {mtype.replace('_', ' ')} meter"
+            )
+            continue
         out.create.append(NewMeter(found[0][0], found[0][1], name, mtype, canonical))
     return out
 

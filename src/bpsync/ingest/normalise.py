@@ -179,6 +179,17 @@ def normalise(
         if isinstance(meter, str):
             yield _problem(table, item, header, "unknown_meter", meter, _key(item))
             continue
+        if item.meter_type is not None and item.meter_type != meter.type:
+            yield _problem(
+                table,
+                item,
+                header,
+                "meter_type_mismatch",
+                f"the file says this is a {item.meter_type.replace('_', ' ')} meter but "
+                f"{_key(item)!r} is linked to a {meter.type.replace('_', ' ')} meter",
+                item.meter_type,
+            )
+            continue
         consumption = item.consumption
         if item.unit is not None:
             try:

@@ -17,10 +17,12 @@ from bpsync.ingest.mapping import map_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog, normalise
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
+from bpsync.ingest.readers.xlsx import list_sheets
 from bpsync.ingest.templates import (
     Template,
     list_templates,
     load_template,
+    match_reason,
     match_template,
     suggest_template,
 )
@@ -50,8 +52,10 @@ def choose_template(
     include_hidden: bool = False,
     encoding: str | None = None,
     delimiter: str | None = None,
+    meter: str | None = None,
 ) -> tuple[Table, Template]:
-    """Open the file and pick its template (by name, or `auto` by header signature)."""
+    """Open the file and pick its template (by name, or `auto` by header signature). `meter`
+    puts every row in that meter (a single-meter export with no meter column)."""
     fmt = detect_format(path)
     if isinstance(template, Template) or (template not in (None, "auto")):
         t = (
@@ -59,6 +63,8 @@ def choose_template(
             if isinstance(template, Template)
             else load_template(str(template), template_dirs)
         )
+        if meter:
+            t = replace(t, fixed_meter=meter)
         table = open_table(
             path,
             fmt=fmt,
@@ -73,6 +79,8 @@ def choose_template(
         )
         return table, t
     templates = list_templates(template_dirs)
+    if meter:
+        templates = [replace(x, fixed_meter=meter) for x in templates]
     if fmt == "greenbutton":
         t = next((x for x in templates if x.format == "greenbutton"), None) or load_template(
             GREEN_BUTTON_TEMPLATE, template_dirs
@@ -89,6 +97,32 @@ def choose_template(
         delimiter=delimiter,
     )
     match = match_template(table.headers, templates, fmt=fmt)
+    seen: list[str] = []
+    if fmt == "xlsx" and sheet is None:
+        # Score every other visible sheet against the templates and keep the best (issue 11
+        # item 6); when none fits, say what each sheet holds.
+        seen.append(f"sheet {table.sheet!r}: " + _some(table))
+        for other, state in list_sheets(path):
+            if other == table.sheet or (state != "visible" and not include_hidden):
+                continue
+            try:
+                candidate = open_table(path, fmt=fmt, sheet=other, expected=expected)
+            except IngestError:
+                seen.append(f"sheet {other!r}: no header row")
+                continue
+            seen.append(f"sheet {other!r}: " + _some(candidate))
+            found = match_template(candidate.headers, templates, fmt=fmt)
+            if found is not None and (match is None or found.score > match.score):
+                table, match = candidate, found
+                table.notes.append(f"sheet {other!r} fits a template best")
+    if match is None and len(seen) > 1:
+        raise IngestError(
+            "no sheet of this workbook fits a template. "
+            + "; ".join(seen)
+            + ". Save a template with `bpsync templates suggest FILE --sheet NAME`.",
+            where=Where(table.file),
+            code="no_template",
+        )
     if match is None:
         suggestion = suggest_template(table.headers, templates=templates)
         mapped = ", ".join(f"{f} ← {h!r}" for f, h in suggestion.matched.items()) or "nothing"
@@ -101,7 +135,15 @@ def choose_template(
             where=Where(table.file, table.sheet, table.header_row),
             code="no_template",
         )
+    table.notes.append(match_reason(match.template, table.headers))
     return table, match.template
+
+
+def _some(table: Table, limit: int = 8) -> str:
+    texts = [repr(h.text) for h in table.headers]
+    return ", ".join(texts[:limit]) + (
+        f" and {len(texts) - limit} more" if len(texts) > limit else ""
+    )
 
 
 def prepare(
@@ -114,6 +156,7 @@ def prepare(
     include_hidden: bool = False,
     encoding: str | None = None,
     delimiter: str | None = None,
+    meter: str | None = None,
 ) -> Prepared:
     """Read, map and normalise a file into per-meter readings and row problems (no network).
     Raises IngestError when the file as a whole cannot be imported."""
@@ -125,6 +168,7 @@ def prepare(
         include_hidden=include_hidden,
         encoding=encoding,
         delimiter=delimiter,
+        meter=meter,
     )
     mapped = map_table(table, t)
     items = normalise(mapped, table, by=t.meter.by, catalog=catalog)
@@ -178,6 +222,7 @@ def check_file(
     template_dirs: Sequence[Path] | None = None,
     sheet: str | None = None,
     include_hidden: bool = False,
+    meter: str | None = None,
 ) -> tuple[Prepared, ValidationResult]:
     """`prepare` + `check` in one call (offline checks, tests, `--dry-run` without a server)."""
     prepared = prepare(
@@ -187,6 +232,7 @@ def check_file(
         template_dirs=template_dirs,
         sheet=sheet,
         include_hidden=include_hidden,
+        meter=meter,
     )
     return prepared, check(prepared, existing=existing, today=today)
 

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, list_sheets, read_xlsx
-from bpsync.ingest.templates import find_column
-from bpsync.ingest.units import METER_TYPES, canonical_unit
+from bpsync.ingest.templates import AmbiguousColumn, find_column
+from bpsync.ingest.units import METER_TYPES, canonical_unit, lookup_meter_type
 from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
 from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
@@ -39,17 +39,30 @@ _SHEETS = {
 }
 _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
     "properties": {
-        "ref": ("Property Ref", "Internal Ref", "internal_ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "internal_ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "name": ("Property Name", "Name"),
-        "street": ("Street", "Address", "Street Address"),
+        "street": ("Street", "Address", "Street Address", "Address 1"),
         "city": ("City",),
         "state": ("State", "State/Province", "County", "Region"),
         "postal_code": ("Postal Code", "Postcode", "ZIP", "ZIP Code"),
         "country": ("Country", "Country Code"),
-        "type": ("Property Type", "Type"),
+        "type": ("Property Type", "Type", "Primary Property Type - Self Selected"),
     },
     "buildings": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "name": ("Building Name", "Building"),
         "primary_use_type": ("Primary Use Type", "Primary Use"),
         "gfa": ("Gross Floor Area", "GFA", "Floor Area"),
@@ -63,17 +76,29 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "use_types": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "building": ("Building Name", "Building"),
         "type": ("Use Type",),
         "gfa": ("Floor Area", "Gross Floor Area", "GFA"),
     },
     "meters": {
-        "ref": ("Property Ref", "Internal Ref", "Property Reference"),
+        "ref": (
+            "Property Ref",
+            "Internal Ref",
+            "Property Reference",
+            "Portfolio Manager Property ID",
+            "PM Property ID",
+        ),
         "building": ("Building Name", "Building"),
         "name": ("Meter Name", "Meter"),
         "type": ("Meter Type", "Type"),
-        "unit": ("Unit", "Units"),
+        "unit": ("Unit", "Units", "Usage Units"),
         "utility_ref": ("Utility Meter Number", "Meter Number", "Utility Meter No."),
         "pm_ref": ("PM Meter ID", "Portfolio Manager Meter ID"),
         "provider": ("Provider", "Utility"),
@@ -119,7 +144,14 @@ class _Sheet:
         self.table = table
         self.cols: dict[str, Header] = {}
         for fld, names in _COLUMNS[kind].items():
-            h = find_column(table.headers, names)
+            try:
+                h = find_column(table.headers, names)
+            except AmbiguousColumn as exc:
+                raise IngestError(
+                    str(exc),
+                    where=Where(table.file, table.sheet, table.header_row),
+                    code="ambiguous_column",
+                ) from None
             if h is not None:
                 self.cols[fld] = h
         missing = [_COLUMNS[kind][f][0] for f in _REQUIRED[kind] if f not in self.cols]
@@ -395,12 +427,25 @@ def _meters(
                     building,
                 )
             name = _text(v, "name", True) or ""
+            pm_ref = _text(v, "pm_ref", False)
+            taken = {(k[0], k[1].casefold(), k[2].casefold()) for k in seen}
+            if (ref, building.casefold(), name.casefold()) in taken and pm_ref:
+                # PM allows two meters of one name in a property; its meter id tells them apart.
+                reg.notes.append(
+                    f"two meters named {name!r} in {building!r}: the second is named "
+                    f"{name + f' (PM {pm_ref})'!r} after its Portfolio Manager meter id"
+                )
+                name = f"{name} (PM {pm_ref})"
             key = (ref, building, name)
-            if (ref, building.casefold(), name.casefold()) in {
-                (k[0], k[1].casefold(), k[2].casefold()) for k in seen
-            }:
+            if (ref, building.casefold(), name.casefold()) in taken:
                 raise _Bad("name", f"meter {name!r} appears twice in {building!r}", name)
-            mtype = _choice(v, "type", METER_TYPES)
+            try:
+                mtype = _choice(v, "type", METER_TYPES)
+            except _Bad:  # Portfolio Manager's names: "Electric - Grid", "Natural Gas"
+                known = lookup_meter_type(_text(v, "type", True) or "")
+                if known is None:
+                    raise
+                mtype = known
             unit_text = _text(v, "unit", True) or ""
             unit = canonical_unit(mtype, unit_text)
             if unit is None:

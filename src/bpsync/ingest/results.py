@@ -50,6 +50,7 @@ class ImportSummary:
     plan: dict[str, Any] | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # template choice, period convention, ...
 
     @property
     def exit_code(self) -> int:
@@ -127,9 +128,11 @@ def _reason(r: RejectedRow) -> str:
 
 def render(summary: ImportSummary, console: Any) -> None:
     """The human summary (rich)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(show_header=False, box=None, title=f"Import of {summary.file}")
+    # File names, templates and messages are user text: "[fixed]" must print, not vanish.
+    t = Table(show_header=False, box=None, title=f"Import of {escape(summary.file)}")
     t.add_column(style="bold")
     t.add_column()
     env = summary.environment or "environment set by the OAuth app"
@@ -149,10 +152,13 @@ def render(summary: ImportSummary, console: Any) -> None:
     if summary.reject_report:
         rows.append(("reject report", summary.reject_report))
     for k, v in rows:
-        t.add_row(k, str(v))
+        t.add_row(k, escape(str(v)))
     console.print(t)
+    if summary.status == "dry-run":  # the choices made (template, conventions) before sending
+        for note in summary.notes:
+            console.print(f"note: {note}", markup=False)
     if summary.message:
-        console.print(summary.message)
+        console.print(summary.message, markup=False)
 
 
 def _skipped(summary: ImportSummary) -> str:
@@ -169,6 +175,7 @@ _SKIP_LABELS = {"already_stored": "already there", "duplicate_row": "duplicate r
 
 def problems_table(problems: Sequence[Mapping[str, Any]], console: Any, limit: int = 30) -> None:
     """Errors and warnings, as the user sees them in Excel (row, column letter)."""
+    from rich.markup import escape
     from rich.table import Table
 
     if not problems:
@@ -182,10 +189,10 @@ def problems_table(problems: Sequence[Mapping[str, Any]], console: Any, limit: i
             column = f"{column} ({p['column_letter']})"
         t.add_row(
             str(p.get("row") or ""),
-            column,
+            escape(column),
             str(p.get("severity")),
             str(p.get("code")),
-            str(p.get("reason")) + (f" (value {p['value']!r})" if p.get("value") else ""),
+            escape(str(p.get("reason")) + (f" (value {p['value']!r})" if p.get("value") else "")),
         )
     console.print(t)
     if len(problems) > limit:

@@ -36,6 +36,7 @@ FIELDS = (
     "currency",
     "demand",
     "estimated",
+    "meter_type",
 )
 _LAYOUTS = ("long", "wide_meters", "wide_months")
 _METER_BY = ("meter_id", "external_ref", "building_name")
@@ -87,12 +88,18 @@ class Template:
     date_order: DateOrder | None = None
     date_format: str | None = None
     decimal: str = "."
-    end_date: Literal["inclusive", "next_start"] = "inclusive"
+    # "auto": decided per meter from the data (consecutive rows where end == next start).
+    end_date: Literal["inclusive", "next_start", "auto"] = "inclusive"
     estimated_values: tuple[str, ...] = ()
     exclude_columns: tuple[str, ...] = ()
     signature: tuple[str, ...] = ()
     aggregate: Literal["daily", "monthly", "billing"] = "billing"
     timezone: str | None = None
+    # A row with any of these columns filled is not inserted (PM's "Meter Consumption ID": the
+    # entry already exists in Portfolio Manager).
+    skip_if_filled: tuple[str, ...] = ()
+    # Every row belongs to this meter (single-meter utility exports; see `--meter`).
+    fixed_meter: str | None = None
     path: Path | None = None
 
     # -- columns ---------------------------------------------------------------------------------
@@ -109,10 +116,13 @@ class Template:
 
     def signature_keys(self) -> tuple[str, ...]:
         """Header keys that identify this layout (all must be present for `match_template`)."""
+        # With a fixed meter the file needs no meter column (single-meter exports).
+        meter_keys = {header_key(n) for n in self.meter.column} if self.fixed_meter else set()
         if self.signature:
-            return tuple(header_key(s) for s in self.signature)
+            return tuple(k for k in map(header_key, self.signature) if k not in meter_keys)
         keys = []
-        for names in (self.meter.column, *(self.columns.get(f, ()) for f in _required(self))):
+        meter_names = () if self.fixed_meter else self.meter.column
+        for names in (meter_names, *(self.columns.get(f, ()) for f in _required(self))):
             if names:
                 keys.append(header_key(names[0]))
         return tuple(keys)
@@ -128,14 +138,48 @@ def _required(t: Template) -> tuple[str, ...]:
     return tuple(dates[:2]) + (("consumption",) if t.layout == "long" else ())
 
 
+class AmbiguousColumn(ValueError):
+    """A template's column name matches more than one header of the file (issue 11 item 1)."""
+
+    def __init__(self, name: str, headers: Sequence[Header]) -> None:
+        self.name = name
+        self.headers = tuple(headers)
+        listed = " and ".join(repr(h.text) for h in headers)
+        super().__init__(
+            f"the template's column {name!r} matches more than one column of the file "
+            f"({listed}); name the column exactly as the file writes it"
+        )
+
+
+def _bracket_unit(name: str) -> str | None:
+    return parse_header(name).unit
+
+
 def find_column(headers: Sequence[Header], names: Iterable[str]) -> Header | None:
-    """The first header matching any of `names` (whole text or the key without unit/hints)."""
+    """The header matching the first of `names` that the file has.
+
+    For each name, an exact match (whitespace, line breaks and case folded; "(Required)"-style
+    hints dropped) wins. Only without one does the looser key (a trailing unit or currency bracket
+    stripped) count, and then a header stating another unit than the name does not match. A name
+    matching more than one header raises AmbiguousColumn: a column is never picked silently."""
     for name in names:
         key = header_key(name)
+        exact = [h for h in headers if header_key(h.text) == key]
+        if len(exact) == 1:
+            return exact[0]
+        if len(exact) > 1:
+            raise AmbiguousColumn(name, exact)
         full = parse_header(name).key
-        for h in headers:
-            if h.key == key or h.key == full or header_key(h.text) == key:
-                return h
+        unit = _bracket_unit(name)
+        loose = [
+            h
+            for h in headers
+            if (h.key == key or h.key == full) and not (unit and h.unit and h.unit != unit)
+        ]
+        if len(loose) == 1:
+            return loose[0]
+        if len(loose) > 1:
+            raise AmbiguousColumn(name, loose)
     return None
 
 
@@ -174,6 +218,7 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
         "signature",
         "aggregate",
         "timezone",
+        "skip_if_filled",
     }
     unknown = sorted(set(data) - allowed)
     if unknown:
@@ -202,7 +247,7 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
     extra_meter = sorted(set(meter_data) - {"by", "column", "building_column", "name_column"})
     if extra_meter:
         raise TemplateError(f"unknown key(s) in [meter]: {', '.join(extra_meter)}", template=name)
-    extra_fixed = sorted(set(fixed) - {"unit", "currency"})
+    extra_fixed = sorted(set(fixed) - {"unit", "currency", "meter"})
     if extra_fixed:
         raise TemplateError(f"unknown key(s) in [fixed]: {', '.join(extra_fixed)}", template=name)
     meter = MeterSpec(
@@ -231,13 +276,15 @@ def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> 
         skip_rows=skip,
         date_order=None if order == "auto" else order,
         date_format=data.get("date_format") or None,
-        decimal=choice("decimal", (".", ","), "."),
-        end_date=choice("end_date", ("inclusive", "next_start"), "inclusive"),
+        decimal=choice("decimal", (".", ",", "auto"), "."),
+        end_date=choice("end_date", ("inclusive", "next_start", "auto"), "inclusive"),
         estimated_values=_names(data.get("estimated_values"), "estimated_values", name),
         exclude_columns=_names(data.get("exclude_columns"), "exclude_columns", name),
         signature=_names(data.get("signature"), "signature", name),
         aggregate=choice("aggregate", ("daily", "monthly", "billing"), "billing"),
         timezone=data.get("timezone") or None,
+        skip_if_filled=_names(data.get("skip_if_filled"), "skip_if_filled", name),
+        fixed_meter=(str(fixed["meter"]).strip() or None) if fixed.get("meter") else None,
         path=path,
     )
     _check_fields(t)
@@ -264,8 +311,10 @@ def _check_fields(t: Template) -> None:
             raise TemplateError(
                 'meter.by = "building_name" needs building_column and name_column', template=t.name
             )
-    elif t.layout != "wide_meters" and not t.meter.column:
-        raise TemplateError("meter.column is required", template=t.name)
+    elif t.layout != "wide_meters" and not t.meter.column and not t.fixed_meter:
+        raise TemplateError(
+            "meter.column is required (or [fixed] meter for single-meter files)", template=t.name
+        )
     if t.layout == "wide_months":
         return
     ways = (
@@ -307,6 +356,8 @@ def template_to_dict(t: Template) -> dict[str, Any]:
         data["aggregate"] = t.aggregate
     if t.timezone:
         data["timezone"] = t.timezone
+    if t.skip_if_filled:
+        data["skip_if_filled"] = list(t.skip_if_filled)
     meter: dict[str, Any] = {"by": t.meter.by}
     for key in ("column", "building_column", "name_column"):
         names = getattr(t.meter, key)
@@ -314,7 +365,15 @@ def template_to_dict(t: Template) -> dict[str, Any]:
             meter[key] = list(names)
     data["meter"] = meter
     data["columns"] = {f: list(n) for f, n in t.columns.items() if n}
-    fixed = {k: v for k, v in (("unit", t.fixed_unit), ("currency", t.fixed_currency)) if v}
+    fixed = {
+        k: v
+        for k, v in (
+            ("unit", t.fixed_unit),
+            ("currency", t.fixed_currency),
+            ("meter", t.fixed_meter),
+        )
+        if v
+    }
     if fixed:
         data["fixed"] = fixed
     return data
@@ -378,13 +437,46 @@ class Match:
 
 
 def _score(t: Template, headers: Sequence[Header]) -> float:
+    """0 unless every signature header is present; then higher for the template that uses more
+    of the file: the share of its columns found, then how many columns it maps, then how long its
+    signature is, then shipped over user templates (issue 11 item 10: an exact shipped template
+    beats a looser user one)."""
     keys = {h.key for h in headers} | {header_key(h.text) for h in headers}
     signature = t.signature_keys()
     if not signature or not all(k in keys for k in signature):
         return 0.0
     used = [names for names in t.columns.values() if names]
-    found = sum(1 for names in used if find_column(headers, names) is not None)
-    return 1.0 + found / max(len(used), 1) + len(signature) / 100
+    found = 0
+    for names in used:
+        try:
+            found += find_column(headers, names) is not None
+        except AmbiguousColumn:
+            found += 1  # the column is there; resolving it will say which two compete
+    shipped = t.path is not None and t.path.parent == builtin_templates_dir()
+    return (
+        1.0
+        + found / max(len(used), 1)
+        + found / 100
+        + len(signature) / 10_000
+        + (1 / 100_000 if shipped else 0.0)
+    )
+
+
+def match_reason(t: Template, headers: Sequence[Header]) -> str:
+    """Why `--template auto` chose `t`, for the dry run."""
+    used = [names for names in t.columns.values() if names]
+    found = 0
+    for names in used:
+        try:
+            found += find_column(headers, names) is not None
+        except AmbiguousColumn:
+            found += 1
+    shipped = t.path is not None and t.path.parent == builtin_templates_dir()
+    return (
+        f"template {t.name!r} ({'shipped' if shipped else 'user'}) chosen: all "
+        f"{len(t.signature_keys())} signature columns found and {found} of its {len(used)} "
+        "columns present; the template using most of the file wins"
+    )
 
 
 def match_template(
@@ -492,6 +584,16 @@ def _vocabulary(templates: Sequence[Template]) -> dict[str, list[str]]:
     return vocab
 
 
+_REGISTER_WORDS = frozenset({"read", "reading", "reads", "readings", "register", "index", "dial"})
+
+
+def _is_register_column(h: Header) -> bool:
+    """ "Meter Read", "Current Reading", "Previous Index": a cumulative register value, not usage
+    and not the meter's id (a "Read Date" is a date and is judged elsewhere)."""
+    words = set(re.split(r"[^a-z0-9]+", h.key))
+    return bool(words & _REGISTER_WORDS) and not words & {"date", "day", "days"}
+
+
 def suggest_template(
     headers: Sequence[Header | str],
     name: str = "suggested",
@@ -515,6 +617,8 @@ def suggest_template(
             if fld is None and candidate.split():
                 # "Site Meter", "Total Usage": the last word alone may name the field
                 fld = next((f for w, f in flat if w == candidate.split()[-1]), None)
+            if fld in ("meter", "consumption") and _is_register_column(h):
+                continue  # a cumulative register read is neither the meter nor its usage
             if fld and fld not in matched:
                 matched[fld] = h
                 break

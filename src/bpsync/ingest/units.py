@@ -347,3 +347,43 @@ def to_m3(quantity: float, unit_name: str) -> float | None:
 
 def known_units() -> tuple[str, ...]:
     return tuple(_UNITS)
+
+
+# Portfolio Manager's meter type names (and this service's own) → the service's meter type. Keys
+# are casefolded prefixes; the longest matching prefix wins ("electric - solar" over "electric").
+_METER_TYPE_PREFIXES: dict[str, str] = {
+    **{t.replace("_", " "): t for t in METER_TYPES},
+    **{t: t for t in METER_TYPES},
+    "electric": "electricity",
+    "electric - grid": "electricity",
+    "electric - solar": "solar",
+    "electric on site solar": "solar",
+    "electricity - grid": "electricity",
+    "gas": "natural_gas",
+    "natural gas": "natural_gas",
+    "propane": "lpg",
+    "fuel oil": "fuel_oil",
+    "diesel": "diesel",
+    "district steam": "steam",
+    "district hot water": "district_heating",
+    "district chilled water": "district_cooling",
+    "municipally supplied": "water",
+    "potable water": "water",
+    "well water": "water",
+    "reclaimed water": "water",
+    "water": "water",
+}
+
+
+def lookup_meter_type(text: str) -> str | None:
+    """The service meter type a file's "Meter Type" cell names, or None when it names none this
+    tool knows ("Electric - Grid" → electricity, "Municipally Supplied Potable Water - Mixed
+    Indoor/Outdoor" → water, "Natural Gas" → natural_gas)."""
+    folded = " ".join(str(text).split()).casefold()
+    best = None
+    for prefix, mtype in _METER_TYPE_PREFIXES.items():
+        if (folded == prefix or folded.startswith((prefix + " ", prefix + "-"))) and (
+            best is None or len(prefix) > len(best[0])
+        ):
+            best = (prefix, mtype)
+    return best[1] if best else None

@@ -452,10 +452,20 @@ def validate(
                             "notice",
                         )
                     else:
+                        value_same = math.isclose(
+                            s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
+                        )
+                        unit = f" {m.unit}" if m.unit else ""
                         add(
                             "overlap_stored",
                             f"{fmt(m.starts[i])}..{fmt(m.ends[i])} overlaps stored reading "
-                            f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " "),
+                            f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " ")
+                            + (
+                                f" with the same value ({s.consumption:g}{unit})"
+                                if value_same
+                                else f" with a different value ({s.consumption:g}{unit} stored, "
+                                f"{m.consumption[i]:g}{unit} in the file)"
+                            ),
                             m.rows[i],
                             m.key,
                         )

@@ -162,7 +162,7 @@ def parse_flag(value: object, true_values: frozenset[str] = _TRUE) -> bool | Non
 # ---- headers -------------------------------------------------------------------------------------
 
 _HINT = re.compile(
-    r"\s*[\(\[](?:required|optional|mandatory|req\.?|opt\.?|if applicable|see notes?)[\)\]]\s*"
+    r"\s*[\(\[](?:required|optional|mandatory|req\.?|opt\.?|if applicable|see notes?|pre-?filled|auto-?filled|read[- ]only)[\)\]]\s*"
     r"|\s*\*+\s*$",
     re.IGNORECASE,
 )
@@ -287,8 +287,11 @@ def dedupe_headers(headers: list[Header]) -> list[Header]:
         if not key:
             text = f"Column {column_letter(h.index)}"
             key = header_key(text)
-        count = seen.get(key, 0) + 1
-        seen[key] = count
+        # Only the same whole text repeats: "Usage (CCF)" and "Usage (Therms)" share the key
+        # "usage" but are two columns that templates name by their full text (issue 11).
+        full = header_key(text)
+        count = seen.get(full, 0) + 1
+        seen[full] = count
         if count > 1:
             text, key = f"{text} ({count})", f"{key} ({count})"
         name = h.name if count == 1 and h.key else text

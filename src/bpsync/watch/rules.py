@@ -341,3 +341,41 @@ def result_sentence(accepted: int, rejected: int, skipped: int) -> str:
     """The status file's `last_result`: "accepted 120, rejected 2"."""
     text = f"accepted {accepted}, rejected {rejected}"
     return text + (f", already there {skipped}" if skipped else "")
+
+
+# --- per-folder rules (issue 11 item 7) ------------------------------------------------------
+
+FOLDER_RULES_FILE = ".bpsync-folder.toml"  # a dotfile: DEFAULT_IGNORE keeps it out of imports
+
+
+@dataclass(frozen=True)
+class FolderRules:
+    """What a watched folder says about the files dropped into it: the meter every file belongs to
+    (a folder per account for single-meter utility exports) and the template to use."""
+
+    meter: str | None = None
+    template: str | None = None
+
+
+def read_folder_rules(folder: Path) -> FolderRules:
+    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`), or no rules when it is absent.
+    Raises ConfigError naming the file and the key for anything else."""
+    import tomllib
+
+    path = folder / FOLDER_RULES_FILE
+    if not path.is_file():
+        return FolderRules()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc})") from None
+    unknown = sorted(set(data) - {"meter", "template"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: meter, template)")
+    values = {}
+    for key in ("meter", "template"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{path}: {key} must be a non-empty string")
+        values[key] = value.strip() if isinstance(value, str) else None
+    return FolderRules(**values)

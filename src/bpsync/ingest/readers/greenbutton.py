@@ -16,6 +16,7 @@ import datetime as dt
 import re
 import xml.etree.ElementTree as ET
 import zoneinfo
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,6 +340,7 @@ def read_green_button(
     days: dict[tuple[str, str], dict[dt.date, _Bucket]] = {}
     spans: dict[tuple[str, str], list[tuple[dt.date, dt.date, _Bucket]]] = {}
     skipped: set[str] = set()
+    dropped: Counter[str] = Counter()
     for entry, body in _entries(path, name):
         if body is None or _local(body.tag) != "IntervalBlock":
             continue
@@ -348,8 +350,17 @@ def read_green_button(
         if up is None or mr is None:
             continue
         rt = reading_types.get(mr_type.get((up, mr), ""))
-        if rt is None or rt.unit is None:
-            skipped.add(f"usage point {up}: reading type with unit code {rt.uom if rt else '?'}")
+        if rt is None:
+            skipped.add(
+                f"usage point {up}: meter reading {mr} links no ReadingType, so its unit is unknown"
+            )
+            continue
+        if rt.unit is None:
+            skipped.add(
+                f"usage point {up}: its ReadingType has "
+                + ("no uom (unit of measure)" if rt.uom is None else f"unit code {rt.uom}")
+                + ", which bpsync cannot convert"
+            )
             continue
         if rt.flow not in (None, 1):
             skipped.add(f"usage point {up}: flow direction {rt.flow} (not delivered energy)")
@@ -367,6 +378,12 @@ def read_green_button(
                 _int(reading, "value"),
             )
             if start is None or not duration or value is None:
+                what = "start" if start is None else "duration" if not duration else "value"
+                raw = _text(period, what) if what != "value" else _text(reading, "value")
+                dropped[
+                    f"usage point {up}: interval readings whose {what} is "
+                    + ("missing" if raw is None else f"not a whole number (e.g. {raw!r})")
+                ] += 1
                 continue
             cost_raw = _int(reading, "cost")
             cost = cost_raw / _COST_SCALE if cost_raw is not None else None
@@ -382,6 +399,7 @@ def read_green_button(
                 bucket.add(amount, cost, duration, estimated)
                 spans.setdefault(unit_key, []).append((first, last, bucket))
     notes.extend(f"ignored {s}" for s in sorted(skipped))
+    notes.extend(f"ignored {n} {what}" for what, n in sorted(dropped.items()))
 
     readings: list[tuple[str, str, dt.date, dt.date, _Bucket, bool]] = []  # (+ complete?)
     problems: list[Problem] = []
@@ -399,8 +417,9 @@ def read_green_button(
     for (up, unit), items in spans.items():
         for first, last, b in items:
             readings.append((up, unit, first, last, b, True))
+    differ: dict[tuple, float] = {}
     if aggregate == "billing":
-        readings = _apply_summaries(readings, summaries, clock_for)
+        readings, differ = _apply_summaries(readings, summaries, clock_for)
     readings.sort(key=lambda r: (r[0], r[1], r[2]))
 
     headers = [parse_header(c, i) for i, c in enumerate(COLUMNS)]
@@ -409,6 +428,9 @@ def read_green_button(
         point = points.get(up, _Point(up))
         title = point.title or f"UsagePoint {up}"
         currency = next((rt.currency for rt in reading_types.values() if rt.currency), None)
+        currency = currency or next(
+            (s.currency for ss in summaries.values() for s in ss if s.currency), None
+        )
         rows.append(
             Row(
                 number,
@@ -426,6 +448,22 @@ def read_green_button(
                 ),
             )
         )
+        billed = differ.get((up, unit, first, last))
+        if billed is not None:
+            share = (billed - b.consumption) / b.consumption * 100 if b.consumption else None
+            problems.append(
+                Problem(
+                    "summary_mismatch",
+                    f"the bill (UsageSummary) for {first}..{last} states {billed:g} {unit} but its "
+                    f"intervals sum to {b.consumption:g} {unit}"
+                    + (f" ({share:+.1f} %)" if share is not None else "")
+                    + "; the intervals' sum was imported",
+                    Where(name, row=number, column="Consumption"),
+                    severity="warning",
+                    meter=title,
+                    value=f"{b.consumption:g}",
+                )
+            )
         if not complete:
             problems.append(
                 Problem(
@@ -438,8 +476,12 @@ def read_green_button(
                 )
             )
     if not rows:
+        why = [f"ignored {s}" for s in sorted(skipped)]
+        why += [f"ignored {n} {what}" for what, n in sorted(dropped.items())]
         raise IngestError(
-            "the feed holds no interval readings that can be imported", where=Where(name)
+            "the feed holds no interval readings that can be imported"
+            + (": " + "; ".join(why) if why else " (it has no IntervalBlock entries)"),
+            where=Where(name),
         )
     return Table(
         file=name,
@@ -472,13 +514,33 @@ def _day_seconds(clock: LocalTime, day: dt.date) -> int:
     return _midnight_utc(clock, following) - _midnight_utc(clock, day)
 
 
+# A billing-period boundary this close to a local midnight is that midnight (issue 11 item 3):
+# real feeds write bill boundaries in standard time all year, or in UTC, so a November bill can
+# "end" at 01:00 on the next bill's first day. Boundaries further from midnight keep their date.
+SNAP = dt.timedelta(hours=2)
+
+
+def _snap(clock: LocalTime, epoch: int) -> dt.date | None:
+    """The local date whose midnight lies within SNAP of the instant, if any."""
+    local = clock.local(epoch)
+    midnight = dt.datetime.combine(local.date(), dt.time())
+    if local - midnight <= SNAP:
+        return local.date()
+    if midnight + dt.timedelta(days=1) - local <= SNAP:
+        return local.date() + dt.timedelta(days=1)
+    return None
+
+
+def summary_period(s: _Summary, clock: LocalTime) -> tuple[dt.date, dt.date]:
+    """A bill's first and last local calendar day, boundaries snapped to local midnight."""
+    first = _snap(clock, s.start) or clock.local(s.start).date()
+    end = _snap(clock, s.start + s.duration)
+    last = end - dt.timedelta(days=1) if end else clock.local(s.start + s.duration - 1).date()
+    return first, max(first, last)
+
+
 def _billing_periods(summaries: list[_Summary], clock: LocalTime) -> list[tuple[dt.date, dt.date]]:
-    periods = set()
-    for s in summaries:
-        first = clock.local(s.start).date()
-        last = clock.local(s.start + s.duration - 1).date()
-        periods.add((first, last))
-    return sorted(periods)
+    return sorted({summary_period(s, clock) for s in summaries})
 
 
 def _group(
@@ -518,26 +580,30 @@ def _group(
     return out
 
 
+# Summary and intervals agree when they differ by no more than this share of the larger figure.
+SUMMARY_TOLERANCE = 0.005
+
+
 def _apply_summaries(
     readings: list[tuple[str, str, dt.date, dt.date, _Bucket, bool]],
     summaries: dict[str, list[_Summary]],
     clock_for: Callable[[str], LocalTime],
-) -> list[tuple[str, str, dt.date, dt.date, _Bucket, bool]]:
-    """Use the bill's own total and cost where a summary covers exactly a derived period (the bill
-    is what the utility charged for; intervals can miss a few readings)."""
+) -> tuple[list[tuple[str, str, dt.date, dt.date, _Bucket, bool]], dict[tuple, float]]:
+    """The intervals are the measurement; a bill covering exactly a derived period gives its cost
+    and is a cross-check of the usage. Returns the readings and, per (point, unit, first, last),
+    the bill's usage where it differs from the intervals' sum by more than SUMMARY_TOLERANCE."""
     out = []
+    differ: dict[tuple, float] = {}
     for up, unit, first, last, bucket, complete in readings:
         clock = clock_for(up)
         for s in summaries.get(up, []):
-            if (clock.local(s.start).date(), clock.local(s.start + s.duration - 1).date()) != (
-                first,
-                last,
-            ):
+            if summary_period(s, clock) != (first, last):
                 continue
             if s.consumption is not None and s.unit == unit:
-                bucket.consumption = s.consumption
-                complete = True
+                larger = max(abs(s.consumption), abs(bucket.consumption))
+                if abs(s.consumption - bucket.consumption) > SUMMARY_TOLERANCE * larger:
+                    differ[(up, unit, first, last)] = s.consumption
             if s.cost is not None:
                 bucket.cost = s.cost
         out.append((up, unit, first, last, bucket, complete))
-    return out
+    return out, differ

@@ -111,6 +111,8 @@ def read_xlsx(
         else:
             candidates = [t for t, state in sheets if include_hidden or state == "visible"]
         chosen: tuple[str, int, list[Any]] | None = None
+        best = 0
+        scored: list[tuple[str, int]] = []
         fallback: tuple[str, int, list[Any]] | None = None
         for title in candidates:
             head = list(
@@ -126,9 +128,15 @@ def read_xlsx(
                 continue
             number, cells = head[pos]
             found = (title, number, list(cells))
-            if sheet is not None or not expected or header_score(cells, expected) >= 2:
+            if sheet is not None or not expected:
                 chosen = found
                 break
+            # Score every visible sheet and keep the best (issue 11 item 6): a PM workbook's
+            # "Meters" sheet names a few expected columns, its "Meter Entries" sheet more.
+            score = header_score(cells, expected)
+            scored.append((title, score))
+            if score >= 2 and score > best:
+                chosen, best = found, score
             fallback = fallback or found
         chosen = chosen or fallback
     finally:
@@ -169,6 +177,14 @@ def read_xlsx(
         _rows=rows,
         sheet=title,
         other_sheets=others,
-        notes=[f"read sheet {title!r} (header on row {header_row})"],
+        notes=[f"read sheet {title!r} (header on row {header_row})"]
+        + (
+            [
+                "sheets scored by the columns they name: "
+                + ", ".join(f"{t!r} {n}" for t, n in scored)
+            ]
+            if len(scored) > 1
+            else []
+        ),
         date_epoch=epoch,
     )

@@ -1,0 +1,114 @@
+"""Through `bpsync` as typed (typer): `import --meter`, `watch --once` with a per-folder meter
+rule, and Rich markup in messages ("[fixed]" must print, not vanish)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bpsync.cli import app
+from bpsync.config import ConfigError
+from bpsync.watch.rules import FOLDER_RULES_FILE, FolderRules, read_folder_rules
+from tests.conftest import Service
+from tests.importer.conftest import SAMPLES
+
+USAGE = (
+    "Service Start,Service End,Usage (kWh),Total Charges\n"
+    "2024-01-05,2024-02-04,612,98.40\n"
+    "2024-02-05,2024-03-05,577,93.10\n"
+)
+
+
+@pytest.fixture
+def env(service: Service, monkeypatch: pytest.MonkeyPatch) -> Service:
+    monkeypatch.setenv("BPSYNC_API_KEY", service.test_key)
+    monkeypatch.setenv("BPSYNC_BASE_URL", service.base_url)
+    return service
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def stored(service: Service, ref_name: str) -> list[tuple]:
+    """(start, end, consumption) of every reading of the meter named `ref_name`."""
+    with service.client(service.test_key) as api:
+        for p in api.get("/v1/properties").json()["data"]:
+            for b in api.get(f"/v1/properties/{p['id']}/buildings").json()["data"]:
+                for m in api.get(f"/v1/buildings/{b['id']}/meters").json()["data"]:
+                    if m["name"] == ref_name:
+                        rows = api.get(f"/v1/buildings/{b['id']}/meters/{m['id']}/readings")
+                        return [
+                            (r["start_date"], r["end_date"], r["consumption"])
+                            for r in rows.json()["data"]
+                        ]
+    raise AssertionError(f"no meter {ref_name}")
+
+
+def test_import_meter_option_and_watch_folder_rule(env, tmp_path):
+    """A residential "Download usage" CSV (one account per file, no meter column), imported once
+    with `--meter`, and once by the watcher from a folder whose rule names the meter."""
+    reg = invoke("--json", "register", "import", str(SAMPLES / "portfolio_register.xlsx"))
+    assert reg.exit_code == 0, reg.output
+    path = tmp_path / "annex.csv"
+    path.write_text(USAGE, encoding="utf-8")
+    done = invoke("--json", "import", str(path), "--meter", "ELEC-4471-0107")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["accepted"] == 2
+    assert stored(env, "Annex Electric") == [
+        ("2024-01-05", "2024-02-04", 612.0),
+        ("2024-02-05", "2024-03-05", 577.0),
+    ]
+    folder = tmp_path / "inbox-main-electric"
+    folder.mkdir()
+    (folder / FOLDER_RULES_FILE).write_text('meter = "ELEC-4471-0091"\n', encoding="utf-8")
+    (folder / "jan-feb.csv").write_text(USAGE, encoding="utf-8")
+    watched = invoke("watch", str(folder), "--once", "--stable-seconds", "0")
+    assert watched.exit_code == 0, watched.output
+    assert stored(env, "Main Electric") == [
+        ("2024-01-05", "2024-02-04", 612.0),
+        ("2024-02-05", "2024-03-05", 577.0),
+    ]
+
+
+def test_folder_rules_file(tmp_path: Path):
+    assert read_folder_rules(tmp_path) == FolderRules()
+    (tmp_path / FOLDER_RULES_FILE).write_text('meter = "M-1"\ntemplate = "x"\n')
+    assert read_folder_rules(tmp_path) == FolderRules(meter="M-1", template="x")
+    (tmp_path / FOLDER_RULES_FILE).write_text('meters = "M-1"\n')
+    with pytest.raises(ConfigError, match="unknown key"):
+        read_folder_rules(tmp_path)
+
+
+def test_markup_in_messages_is_printed_literally(env, tmp_path):
+    """A file no template fits: the suggestion says "[fixed] unit = ..." and it must show."""
+    path = tmp_path / "odd.csv"
+    path.write_text("Thing,When,Amount Used\nA,2024-01-01,5\n", encoding="utf-8")
+    result = invoke("import", str(path), "--dry-run")
+    assert result.exit_code != 0
+    assert "[fixed] unit" in result.output, result.output
+
+
+def test_templates_suggest_writes_the_detected_decimal(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "Meter Number;Start Date;End Date;Usage;Unit\nZ-1;01.01.2024;31.01.2024;1.234,5;kWh\n",
+        encoding="utf-8",
+    )
+    result = invoke("--json", "templates", "suggest", str(path))
+    assert result.exit_code == 0, result.output
+    assert 'decimal = ","' in json.loads(result.stdout)["toml"]
+
+
+def test_suggest_never_maps_a_register_read_as_meter_or_usage():
+    """Mimics a water utility CSV with the cumulative register next to the usage."""
+    from bpsync.ingest.templates import suggest_template
+
+    s = suggest_template(["Account Number", "Meter Read", "Read Date", "Days", "Usage (kgal)"])
+    assert s.matched["meter"] == "Account Number"
+    assert s.matched["consumption"] == "Usage (kgal)"
+    s = suggest_template(["Meter Read", "Previous Reading", "Read Date", "Days"])
+    assert "meter" not in s.matched and "consumption" not in s.matched
