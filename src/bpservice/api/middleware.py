@@ -86,7 +86,10 @@ class EdgeMiddleware:
 
         granted, states = limiter.acquire(keys) if metered else (True, [])
         if_none_match = _header(scope, b"if-none-match")
-        conditional = method in ("GET", "HEAD") and if_none_match is not None
+        # `*` matches any current representation: answering it means running the handler, so it
+        # is counted like any GET. Only a specific tag that matches is free (a real cache hit).
+        star = if_none_match is not None and if_none_match.strip() == "*"
+        conditional = method in ("GET", "HEAD") and if_none_match is not None and not star
         if not granted and not conditional:
             await self._send_rate_limited(send, states)
             return
@@ -103,8 +106,8 @@ class EdgeMiddleware:
             headers = [(k, v) for k, v in headers if k != b"etag"] + [(b"etag", etag.encode())]
             not_modified = if_none_match is not None and etag_matches(if_none_match, etag)
         if not_modified:
-            if granted and metered:
-                states = limiter.release(keys)
+            if granted and metered and not star:
+                states = limiter.release(keys, states[0].window_start if states else None)
             keep = {b"etag", b"cache-control", b"vary"}
             headers = [(k, v) for k, v in headers if k in keep]
             await self._send(send, 304, headers, b"", states)

@@ -18,10 +18,12 @@ import hashlib
 import hmac
 import json
 import logging
+import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import httpx
@@ -121,6 +123,8 @@ class Outcome:
     latency_ms: int
     failure_reason: str | None  # None when a 2xx came back
     error_message: str | None = None
+    claim_token: str | None = None
+    sent_at: dt.datetime | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -155,6 +159,9 @@ class DeliveryDeps:
     timeout: float = TIMEOUT_SECONDS
     # An httpx transport for tests or proxies; None = real network.
     transport: httpx.BaseTransport | None = None
+    # The service clock, read as each request goes out (attempted_at); None = the pass's `now`
+    # plus the time the pass has taken.
+    clock: Callable[[], dt.datetime] | None = None
 
 
 def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
@@ -165,6 +172,7 @@ def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
         db=state.db,
         timeout=state.settings.webhook_timeout_seconds,
         transport=getattr(state, "webhook_transport", None),
+        clock=state.settings.clock,
     )
 
 
@@ -172,49 +180,73 @@ def current_seq(session: Session) -> int:
     return session.scalar(select(func.max(Event.seq))) or 0
 
 
+def _insert_ignoring_duplicates(session: Session, rows: list[dict]) -> None:
+    """INSERT … ON CONFLICT (subscription_id, event_id) DO NOTHING, on PostgreSQL and SQLite."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    statement = dialect_insert(WebhookDelivery).on_conflict_do_nothing(
+        index_elements=["subscription_id", "event_id"]
+    )
+    session.execute(statement, rows)
+
+
 def fan_out(session: Session, now: dt.datetime) -> int:
-    """Create deliveries for events past each live subscription's cursor; returns how many."""
-    latest = current_seq(session)
+    """Create deliveries for events not yet fanned out; returns how many.
+
+    Works from each event's `fanned_out` flag, never a numeric cursor: an event whose transaction
+    commits after a later-numbered event's is simply still unflagged at the next pass, so no
+    committed event can be skipped (decisions IN2). Rows are taken with FOR UPDATE SKIP LOCKED,
+    so two workers fan out disjoint events; ON CONFLICT DO NOTHING makes a repeat harmless."""
+    events = session.scalars(
+        select(Event)
+        .where(Event.fanned_out.is_(False))
+        .order_by(Event.seq)
+        .limit(FAN_OUT_BATCH)
+        .with_for_update(skip_locked=True)
+    ).all()
+    if not events:
+        return 0
+    scopes = {(e.org_id, e.environment) for e in events}
     subscriptions = session.scalars(
         select(WebhookSubscription).where(
             WebhookSubscription.status.in_(("enabled", "paused")),
-            WebhookSubscription.cursor_seq < latest,
+            WebhookSubscription.org_id.in_({org for org, _ in scopes}),
         )
     ).all()
-    created = 0
+    by_scope: dict[tuple[str, str], list[WebhookSubscription]] = {}
     for sub in subscriptions:
-        events = session.scalars(
-            select(Event)
-            .where(
-                Event.org_id == sub.org_id,
-                Event.environment == sub.environment,
-                Event.seq > sub.cursor_seq,
-            )
-            .order_by(Event.seq)
-            .limit(FAN_OUT_BATCH)
-        ).all()
-        for event in events:
-            if not wants(sub.events, event.type):
+        by_scope.setdefault((sub.org_id, sub.environment), []).append(sub)
+    rows = []
+    for event in events:
+        for sub in by_scope.get((event.org_id, event.environment), ()):
+            # A subscription receives the events numbered above the newest one at its creation.
+            if event.seq <= sub.cursor_seq or not wants(sub.events, event.type):
                 continue
-            session.add(
-                WebhookDelivery(
-                    id=new_id("delivery"),
-                    subscription_id=sub.id,
-                    event_id=event.id,
-                    event_seq=event.seq,
-                    event_type=event.type,
-                    event_created_at=event.created_at,
-                    body=encode_body(event),
-                    status="pending",
-                    attempt_count=0,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
+            rows.append(
+                {
+                    "id": new_id("delivery"),
+                    "subscription_id": sub.id,
+                    "event_id": event.id,
+                    "event_seq": event.seq,
+                    "event_type": event.type,
+                    "event_created_at": event.created_at,
+                    "body": encode_body(event),
+                    "status": "pending",
+                    "attempt_count": 0,
+                    "next_attempt_at": now,
+                    "created_at": now,
+                }
             )
-            created += 1
-        # Events of other scopes between the cursor and `latest` are skipped over too.
-        sub.cursor_seq = events[-1].seq if len(events) == FAN_OUT_BATCH else latest
-    return created
+    _insert_ignoring_duplicates(session, rows)
+    session.execute(
+        update(Event).where(Event.seq.in_([e.seq for e in events])).values(fanned_out=True)
+    )
+    return len(rows)
 
 
 @dataclass(frozen=True)
@@ -224,32 +256,67 @@ class _Job:
     secret: str
     event_id: str
     body: bytes
+    claim_token: str
+
+
+def _due(now: dt.datetime) -> tuple:
+    return (
+        WebhookDelivery.status == "pending",
+        WebhookDelivery.next_attempt_at <= now,
+        WebhookSubscription.status == "enabled",
+    )
 
 
 def _claim(session: Session, now: dt.datetime) -> list[_Job]:
+    """Lease up to BATCH due deliveries, taking organisations in turn (the k-th due delivery of
+    every organisation before the (k+1)-th of any), so one organisation's backlog cannot starve
+    another's. Candidates are chosen without locks (window functions cannot be locked), then
+    locked with FOR UPDATE SKIP LOCKED and re-checked: a row another worker holds or has just
+    leased is skipped, so a delivery is in flight at most once."""
+    turn = (
+        func.row_number()
+        .over(
+            partition_by=WebhookSubscription.org_id,
+            order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq),
+        )
+        .label("turn")
+    )
+    candidates = (
+        select(WebhookDelivery.id.label("id"), turn)
+        .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
+        .where(*_due(now))
+        .subquery()
+    )
+    ids = session.scalars(
+        select(candidates.c.id).order_by(candidates.c.turn, candidates.c.id).limit(BATCH)
+    ).all()
+    if not ids:
+        return []
     rows = session.execute(
         select(WebhookDelivery, WebhookSubscription)
         .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
-        .where(
-            WebhookDelivery.status == "pending",
-            WebhookDelivery.next_attempt_at <= now,
-            WebhookSubscription.status == "enabled",
-        )
-        .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq)
-        .limit(BATCH)
+        .where(WebhookDelivery.id.in_(ids), *_due(now))
+        .with_for_update(skip_locked=True, of=WebhookDelivery)
     ).all()
+    order = {delivery_id: i for i, delivery_id in enumerate(ids)}
     jobs = []
-    for delivery, sub in rows:
+    for delivery, sub in sorted(rows, key=lambda row: order[row[0].id]):
+        token = secrets.token_hex(8)
         delivery.next_attempt_at = now + CLAIM_LEASE
+        delivery.claim_token = token
         jobs.append(
-            _Job(delivery.id, sub.url, sub.secret, delivery.event_id, delivery.body.encode())
+            _Job(delivery.id, sub.url, sub.secret, delivery.event_id, delivery.body.encode(), token)
         )
     return jobs
 
 
-def _send(client: httpx.Client, job: _Job, now: dt.datetime) -> Outcome:
-    headers = delivery_headers(job.secret, job.event_id, job.body, now)
+def _send(
+    client: httpx.Client, job: _Job, now: dt.datetime, pass_started: float, clock: Any = None
+) -> Outcome:
     started = time.perf_counter()
+    # attempted_at is when this request goes out, not when the pass began.
+    sent_at = clock() if clock else now + dt.timedelta(seconds=started - pass_started)
+    headers = delivery_headers(job.secret, job.event_id, job.body, sent_at)
     try:
         with client.stream("POST", job.url, content=job.body, headers=headers) as response:
             received = b""
@@ -266,6 +333,8 @@ def _send(client: httpx.Client, job: _Job, now: dt.datetime) -> Outcome:
                 text,
                 latency,
                 None if ok else "non_2xx",
+                claim_token=job.claim_token,
+                sent_at=sent_at,
             )
     except Exception as exc:  # every failure becomes a recorded attempt, never a crash
         latency = round((time.perf_counter() - started) * 1000)
@@ -276,6 +345,8 @@ def _send(client: httpx.Client, job: _Job, now: dt.datetime) -> Outcome:
             latency,
             classify_error(exc),
             f"{type(exc).__name__}: {exc}"[:300],
+            claim_token=job.claim_token,
+            sent_at=sent_at,
         )
 
 
@@ -307,15 +378,20 @@ def _disable(session: Session, sub: WebhookSubscription, now: dt.datetime) -> No
 
 
 def _record(session: Session, outcome: Outcome, now: dt.datetime) -> None:
-    delivery = session.get(WebhookDelivery, outcome.delivery_id)
+    delivery = session.get(WebhookDelivery, outcome.delivery_id, with_for_update=True)
     if delivery is None:  # the subscription was deleted while we were sending
         return
+    if delivery.claim_token != outcome.claim_token:
+        # Our lease ran out and another worker took the delivery over: its attempt counts.
+        log.warning("webhook delivery %s: lease lost, attempt not recorded", delivery.id)
+        return
+    delivery.claim_token = None
     delivery.attempt_count += 1
     session.add(
         WebhookAttempt(
             delivery_id=delivery.id,
             number=delivery.attempt_count,
-            attempted_at=now,
+            attempted_at=outcome.sent_at or now,
             status_code=outcome.status_code,
             response_body=outcome.response_body,
             latency_ms=outcome.latency_ms,
@@ -350,12 +426,7 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
     """One deterministic pass: fan out, send what is due at `now`, record. Returns attempts made."""
     deps = deps_of(app_or_deps)
     with deps.db.read() as session:
-        sub_behind = session.scalar(
-            select(func.count(WebhookSubscription.id)).where(
-                WebhookSubscription.status.in_(("enabled", "paused")),
-                WebhookSubscription.cursor_seq < current_seq(session),
-            )
-        )
+        sub_behind = session.scalar(select(Event.seq).where(Event.fanned_out.is_(False)).limit(1))
         due = session.scalar(
             select(func.count(WebhookDelivery.id))
             .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
@@ -365,7 +436,7 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
                 WebhookSubscription.status == "enabled",
             )
         )
-    if not sub_behind and not due:
+    if sub_behind is None and not due:
         return 0  # nothing to do: no write transaction taken
     with deps.db.write() as session:
         fan_out(session, now)
@@ -373,14 +444,17 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
         jobs = _claim(session, now)
     if not jobs:
         return 0
+    pass_started = time.perf_counter()
     with httpx.Client(
         transport=deps.transport, timeout=httpx.Timeout(deps.timeout), follow_redirects=False
     ) as client:
         if len(jobs) == 1:
-            outcomes = [_send(client, jobs[0], now)]
+            outcomes = [_send(client, jobs[0], now, pass_started, deps.clock)]
         else:
             with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(jobs))) as pool:
-                outcomes = list(pool.map(lambda job: _send(client, job, now), jobs))
+                outcomes = list(
+                    pool.map(lambda job: _send(client, job, now, pass_started, deps.clock), jobs)
+                )
     with deps.db.write() as session:
         for outcome in outcomes:
             _record(session, outcome, now)
