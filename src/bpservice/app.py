@@ -17,7 +17,8 @@ from bpservice.db import migrate
 from bpservice.db.session import Database
 from bpservice.errors import install_error_handlers
 from bpservice.faults import FaultInjector, FaultMiddleware
-from bpservice.ratelimit import make_limiter
+from bpservice.oauth.throttle import make_throttle
+from bpservice.ratelimit import make_limiter, redis_client
 from bpservice.recalc import Recalculator
 from bpservice.settings import Settings
 from bpservice.workers import reports as report_worker
@@ -75,7 +76,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.db = db
-    app.state.limiter = make_limiter(settings)
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
+    app.state.limiter = make_limiter(settings, redis)
+    app.state.signin_throttle = make_throttle(redis, settings.redis_prefix)
     app.state.recalculator = recalculator or default_recalculator()
     app.state.token_resolvers = (
         list(token_resolvers) if token_resolvers is not None else [oauth.resolve_access_token]

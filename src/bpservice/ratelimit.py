@@ -200,14 +200,9 @@ def redis_client(url: str) -> Any:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 
-def make_limiter(settings: Settings) -> RateLimiter:
-    if settings.redis_url:
-        return RedisRateLimiter(
-            settings.rate_limits,
-            settings.clock,
-            redis_client(settings.redis_url),
-            settings.redis_prefix,
-        )
+def make_limiter(settings: Settings, client: Any | None = None) -> RateLimiter:
+    if client is not None:
+        return RedisRateLimiter(settings.rate_limits, settings.clock, client, settings.redis_prefix)
     return RateLimiter(settings.rate_limits, settings.clock)
 
 

@@ -16,8 +16,9 @@ from bpservice.ratelimit import BucketKey, BucketState, RateLimiter, rate_header
 
 _BULK_ROUTES = (re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch$"),)
 _REPORT_ROUTES = (re.compile(r"^/v1/reports$"),)
-# Paths outside the API that are not rate limited (health, docs, the authorization server's pages).
-_UNMETERED = re.compile(r"^/(healthz|docs|redoc|openapi\.json|oauth/)")
+# Paths outside the API that are not rate limited (health, docs). The authorization server
+# (/oauth/*) is metered per client address like any unauthenticated caller.
+_UNMETERED = re.compile(r"^/(healthz|docs|redoc|openapi\.json)")
 
 
 def bucket_keys(
@@ -95,7 +96,8 @@ class EdgeMiddleware:
             return
 
         receive = self._limit_body(receive)
-        if method != "GET":
+        if method != "GET" or path.startswith("/oauth/"):
+            # The authorization server's pages set cookies: never answered with a 304.
             await self._pass_through(scope, receive, send, states)
             return
 
