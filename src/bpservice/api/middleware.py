@@ -80,6 +80,13 @@ class EdgeMiddleware:
         metered = not _UNMETERED.match(path)
         keys = bucket_keys(principal, method, path, client)
 
+        if "\x00" in path:
+            # No id contains NUL, and PostgreSQL cannot even compare one: answer as SQLite does.
+            await self._send_error(
+                send, 404, "not_found", "No resource has this path.", limiter.states(keys)
+            )
+            return
+
         too_large = self._body_too_large(scope)
         if too_large is not None:
             await self._send_error(send, 413, "payload_too_large", too_large, limiter.states(keys))

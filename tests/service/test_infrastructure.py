@@ -1,0 +1,229 @@
+"""Standard infrastructure (issues 13 and 18): migrations, column limits, the outbox fan-out, row
+locks and shared rate limits. Tests marked `postgres` or `redis` need the servers named by
+BPSERVICE_TEST_DB_URL / BPSERVICE_TEST_REDIS_URL (.ci/run starts both) and skip without them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, func, select, text
+
+from bpservice.app import create_app
+from bpservice.db import migrate
+from bpservice.db.models import Event
+from bpservice.db.webhook_models import WebhookDelivery, WebhookSubscription
+from bpservice.events import record_event
+from bpservice.ids import new_id
+from bpservice.settings import RateLimits, Settings
+from bpservice.workers import webhooks
+from tests.conftest import (
+    TEST_DB_URL,
+    TEST_REDIS_URL,
+    FakeClock,
+    LiveServer,
+    Service,
+    _bootstrap,
+    fresh_database_url,
+    service_settings,
+)
+from tests.service.conftest import PROPERTY, ok
+
+needs_postgres = pytest.mark.skipif(
+    TEST_DB_URL is None, reason="BPSERVICE_TEST_DB_URL (PostgreSQL) not set; .ci/run sets it"
+)
+needs_redis = pytest.mark.skipif(
+    TEST_REDIS_URL is None, reason="BPSERVICE_TEST_REDIS_URL not set; .ci/run sets it"
+)
+
+
+# --- migrations -----------------------------------------------------------------------------------
+
+
+def test_migrations_build_exactly_the_models_schema(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from bpservice.db.all_models import Base
+
+    engine = create_engine(fresh_database_url(tmp_path / "m.db"))
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+        assert context.get_current_revision() == migrate.head_revision()
+    engine.dispose()
+
+
+def test_serve_refuses_an_unmigrated_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    with pytest.raises(migrate.SchemaNotCurrent, match="bpservice admin migrate"):
+        create_app(Settings(database_url=url, run_workers=False, migrate_on_start=False))
+    engine = create_engine(url)
+    migrate.upgrade(engine)
+    with engine.begin() as conn:  # an older (or unknown) revision is refused too
+        conn.execute(text("UPDATE alembic_version SET version_num = 'ffff'"))
+    with pytest.raises(migrate.SchemaNotCurrent, match="newer"):
+        create_app(Settings(database_url=url, run_workers=False, migrate_on_start=False))
+    engine.dispose()
+
+
+def test_admin_migrate_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from bpservice.cli import app
+
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+    first = runner.invoke(app, ["admin", "migrate", "--db", db, "--json"])
+    assert first.exit_code == 0, first.output
+    assert '"from": null' in first.output and migrate.head_revision() in first.output
+    again = runner.invoke(app, ["admin", "migrate", "--db", db])
+    assert again.exit_code == 0 and "already at revision" in again.output
+
+
+# --- column limits = API limits, NUL in path ids ---------------------------------------------------
+
+
+def test_longest_accepted_address_is_stored_whole(api: httpx.Client) -> None:
+    address = {
+        "street": "s" * 200,
+        "city": "c" * 200,
+        "state": "t" * 200,
+        "postal_code": "p" * 200,
+        "country": "GB",
+    }
+    created = ok(api.post("/v1/properties", json={**PROPERTY, "address": address}), 201)["data"]
+    stored = ok(api.get(f"/v1/properties/{created['id']}"))["data"]["address"]
+    assert {k: stored[k] for k in address} == address
+    too_long = {**address, "city": "c" * 201}
+    r = api.post("/v1/properties", json={**PROPERTY, "address": too_long})
+    assert r.status_code == 422
+
+
+def test_nul_in_a_path_id_is_a_404_not_a_500(api: httpx.Client) -> None:
+    for path in ("/v1/properties/prop_%00x", "/v1/buildings/bld_%00/meters", "/v1/users/usr%00"):
+        assert api.get(path).status_code == 404, path
+
+
+# --- the outbox ------------------------------------------------------------------------------------
+
+
+def _subscribe(service: Service, now: dt.datetime) -> str:
+    with service.app.state.db.write() as session:
+        sub = WebhookSubscription(
+            id=new_id("webhook"),
+            org_id=service.org_id,
+            environment="test",
+            url="http://127.0.0.1:9/",
+            events=["*"],
+            secret="whsec_test",
+            status="paused",  # deliveries are made, none is sent
+            owner_user_id=service.owner_user_id,
+            created_by=service.owner_user_id,
+            cursor_seq=webhooks.current_seq(session),
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(sub)
+        return sub.id
+
+
+def _event(service: Service, session, name: str) -> None:  # type: ignore[no-untyped-def]
+    record_event(
+        session,
+        org_id=service.org_id,
+        environment="test",
+        type="property.created",
+        data={"name": name},
+        now=service.clock(),
+    )
+
+
+@needs_postgres
+def test_an_event_committed_out_of_order_is_still_delivered(service: Service) -> None:
+    """Issue 18: an event numbered below one already fanned out, committed afterwards."""
+    now = service.clock()
+    sub_id = _subscribe(service, now)
+    db = service.app.state.db
+    early = db._write()
+    early.begin()
+    _event(service, early, "early")  # takes the lower seq, commits last
+    early.flush()
+    with db.write() as session:
+        _event(service, session, "late")
+    with db.write() as session:
+        assert webhooks.fan_out(session, now) == 1
+    early.commit()
+    early.close()
+    with db.write() as session:
+        assert webhooks.fan_out(session, now) == 1
+    with db.read() as session:
+        names = sorted(
+            session.scalars(
+                select(WebhookDelivery.body).where(WebhookDelivery.subscription_id == sub_id)
+            )
+        )
+        assert len(names) == 2 and '"early"' in names[0] + names[1]
+        assert session.scalar(select(func.count()).where(Event.fanned_out.is_(False))) == 0
+
+
+@needs_postgres
+def test_concurrent_fan_outs_and_claims_never_share_a_delivery(service: Service) -> None:
+    now = service.clock()
+    _subscribe(service, now)
+    db = service.app.state.db
+    with db.write() as session:
+        for i in range(300):
+            _event(service, session, f"e{i}")
+        session.execute(
+            WebhookSubscription.__table__.update().values(status="enabled")  # send them
+        )
+    claimed: list[str] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        for _ in range(10):
+            with db.write() as session:
+                webhooks.fan_out(session, now)
+            with db.write() as session:
+                jobs = webhooks._claim(session, now)
+            with lock:
+                claimed.extend(job.delivery_id for job in jobs)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == 300 and len(set(claimed)) == 300
+
+
+# --- shared rate limits --------------------------------------------------------------------------
+
+
+@needs_redis
+def test_a_limit_holds_across_instances(tmp_path: Path) -> None:
+    """Two instances over one database and one Redis share the per-key bucket."""
+    clock = FakeClock()
+    first = service_settings(tmp_path / "a.db", clock, rate_limits=RateLimits(per_key=4))
+    second = Settings(
+        database_url=first.database_url,
+        clock=clock,
+        run_workers=False,
+        rate_limits=RateLimits(per_key=4),
+        redis_url=first.redis_url,
+        redis_prefix=first.redis_prefix,
+        migrate_on_start=False,
+    )
+    app_a, app_b = create_app(first), create_app(second)
+    with LiveServer(app_a) as a, LiveServer(app_b) as b:
+        service = _bootstrap(app_a, clock, a.url)
+        headers = {"Authorization": f"Bearer {service.test_key}"}
+        codes = []
+        for url in (a.url, b.url, a.url, b.url, a.url, b.url):
+            codes.append(httpx.get(url + "/v1/properties", headers=headers).status_code)
+        assert codes == [200, 200, 200, 200, 429, 429]
