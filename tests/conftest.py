@@ -129,7 +129,8 @@ _template_ready = False
 def fresh_database_url(db_path: Path) -> str:
     """A new, migrated, empty database: a SQLite file at db_path, or a PostgreSQL clone."""
     global _template_ready
-    if TEST_DB_URL is None:
+    if TEST_DB_URL is None or db_path.exists():
+        # A test that made its own SQLite file (e.g. through `bpservice admin`) serves that file.
         return f"sqlite:///{db_path}"
     from sqlalchemy import create_engine, make_url, text
 

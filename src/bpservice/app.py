@@ -14,12 +14,15 @@ from bpservice.api.middleware import EdgeMiddleware
 from bpservice.auth import TokenResolver
 from bpservice.benchmarking import default_recalculator
 from bpservice.db import migrate
+from bpservice.db.service_secrets import service_secret
 from bpservice.db.session import Database
 from bpservice.errors import install_error_handlers
 from bpservice.faults import FaultInjector, FaultMiddleware
+from bpservice.oauth.routes import FORM_KEY_NAME
 from bpservice.oauth.throttle import make_throttle
 from bpservice.ratelimit import make_limiter, redis_client
 from bpservice.recalc import Recalculator
+from bpservice.reporting.signing import SECRET_NAME as DOWNLOAD_KEY_NAME
 from bpservice.settings import Settings
 from bpservice.workers import reports as report_worker
 from bpservice.workers import webhooks as webhook_worker
@@ -53,6 +56,9 @@ def create_app(
     settings = settings or Settings()
     db = Database(settings.database_url)
     prepare_schema(db, settings)
+    # Made (or read) now, so no request ever creates one inside its own write transaction.
+    for name in (FORM_KEY_NAME, DOWNLOAD_KEY_NAME):
+        service_secret(db, name, settings.clock())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

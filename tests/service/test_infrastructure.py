@@ -4,6 +4,7 @@ BPSERVICE_TEST_DB_URL / BPSERVICE_TEST_REDIS_URL (.ci/run starts both) and skip 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 from pathlib import Path
@@ -227,3 +228,90 @@ def test_a_limit_holds_across_instances(tmp_path: Path) -> None:
         for url in (a.url, b.url, a.url, b.url, a.url, b.url):
             codes.append(httpx.get(url + "/v1/properties", headers=headers).status_code)
         assert codes == [200, 200, 200, 200, 429, 429]
+
+
+# --- webhook deadline and fairness -----------------------------------------------------------------
+
+
+def _dripping_server() -> tuple[str, threading.Event]:
+    """A receiver that answers one byte of its status line every 0.2 s, forever."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(0.2)
+            for byte in b"HTTP/1.1 200 OK\r\n" * 100:
+                if stop.is_set():
+                    return
+                with contextlib.suppress(OSError):
+                    conn.recv(65536)
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/hook", stop
+
+
+def test_an_attempt_has_a_total_deadline(service: Service) -> None:
+    """Issue 13: httpx timeouts are per read; a receiver dripping bytes must still be cut off."""
+    import time
+
+    url, stop = _dripping_server()
+    deps = webhooks.DeliveryDeps(db=service.app.state.db, timeout=1.0)
+    job = webhooks._Job("dlv_x", url, "whsec_x", "evt_x", b"{}", "token")
+    started = time.monotonic()
+    with webhooks.http_client(deps) as client:
+        outcome = webhooks._send(client, job, service.clock(), started, None, deps.timeout)
+    stop.set()
+    elapsed = time.monotonic() - started
+    assert outcome.failure_reason == "timeout" and 0.9 <= elapsed < 2.5, (outcome, elapsed)
+
+
+def test_claims_share_slots_between_organisations(service: Service) -> None:
+    """Issue 13: one organisation's backlog cannot take every slot of a worker."""
+    from bpservice import admin
+
+    now = service.clock()
+    db = service.app.state.db
+    with db.write() as session:
+        other = admin.bootstrap(session, now=now)
+    subs = {}
+    for org_id, owner in (
+        (service.org_id, service.owner_user_id),
+        (other["org_id"], other["owner_user_id"]),
+    ):
+        with db.write() as session:
+            sub = WebhookSubscription(
+                id=new_id("webhook"), org_id=org_id, environment="test", url="http://127.0.0.1:9/",
+                events=["*"], secret="whsec_test", status="enabled", owner_user_id=owner,
+                created_by=owner, cursor_seq=0, created_at=now, updated_at=now,
+            )  # fmt: skip
+            session.add(sub)
+            subs[org_id] = sub.id
+    with db.write() as session:
+        for i, org_id in enumerate([service.org_id] * 12 + [other["org_id"]]):
+            session.add(
+                WebhookDelivery(
+                    id=new_id("delivery"), subscription_id=subs[org_id], event_id=f"evt_{i}",
+                    event_seq=i, event_type="property.created", event_created_at=now, body="{}",
+                    status="pending", attempt_count=0, next_attempt_at=now, created_at=now,
+                )
+            )  # fmt: skip
+    with db.write() as session:
+        first = webhooks._claim(session, now, limit=8, busy={})
+    orgs = [job.org_id for job in first]
+    assert orgs.count(other["org_id"]) == 1 and orgs.count(service.org_id) == webhooks.ORG_SHARE
+    with db.write() as session:  # the busy organisation gets nothing more until a slot frees
+        assert webhooks._claim(session, now, limit=8, busy={service.org_id: 4}) == []
+    with db.write() as session:
+        again = webhooks._claim(session, now, limit=8, busy={service.org_id: 3})
+    assert [job.org_id for job in again] == [service.org_id]

@@ -13,10 +13,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from bpservice.db.all_models import Base
+
+WRITER_WAIT_SECONDS = 30.0
 
 
 def make_engine(url: str) -> Engine:
@@ -57,8 +60,8 @@ class Database:
             self.engine.execution_options(sqlite_immediate=True), expire_on_commit=False
         )
         self.is_sqlite = self.engine.dialect.name == "sqlite"
-        # Re-entrant: a write may call code that opens another write in the same thread.
-        self._writer = threading.RLock() if self.is_sqlite else None
+        # A plain lock: FastAPI may enter a write dependency in one thread and leave it in another.
+        self._writer = threading.Lock() if self.is_sqlite else None
 
     def create_all(self) -> None:
         """Tables straight from the models, without migrations (only for throw-away databases)."""
@@ -79,5 +82,11 @@ class Database:
             with self._write() as session, session.begin():
                 yield session
             return
-        with self._writer, self._write() as session, session.begin():
-            yield session
+        # Wait as long as the busy timeout would have, then fail the same way.
+        if not self._writer.acquire(timeout=WRITER_WAIT_SECONDS):
+            raise OperationalError("BEGIN IMMEDIATE", {}, TimeoutError("database is locked"))
+        try:
+            with self._write() as session, session.begin():
+                yield session
+        finally:
+            self._writer.release()

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
 import json
 import logging
 import secrets
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +65,8 @@ CLAIM_LEASE = dt.timedelta(minutes=2)
 BATCH = 100
 FAN_OUT_BATCH = 1000
 CONCURRENCY = 8
+# The most slots of one worker that one organisation's deliveries may hold at once.
+ORG_SHARE = CONCURRENCY // 2
 
 FAILURE_REASONS = ("timeout", "connection_refused", "non_2xx", "connection_error")
 
@@ -257,6 +262,7 @@ class _Job:
     event_id: str
     body: bytes
     claim_token: str
+    org_id: str = ""
 
 
 def _due(now: dt.datetime) -> tuple:
@@ -267,12 +273,19 @@ def _due(now: dt.datetime) -> tuple:
     )
 
 
-def _claim(session: Session, now: dt.datetime) -> list[_Job]:
-    """Lease up to BATCH due deliveries, taking organisations in turn (the k-th due delivery of
-    every organisation before the (k+1)-th of any), so one organisation's backlog cannot starve
-    another's. Candidates are chosen without locks (window functions cannot be locked), then
-    locked with FOR UPDATE SKIP LOCKED and re-checked: a row another worker holds or has just
-    leased is skipped, so a delivery is in flight at most once."""
+def _claim(
+    session: Session,
+    now: dt.datetime,
+    limit: int = BATCH,
+    busy: dict[str, int] | None = None,
+) -> list[_Job]:
+    """Lease up to `limit` due deliveries, taking organisations in turn (the k-th due delivery
+    of every organisation before the (k+1)-th of any), so one organisation's backlog cannot
+    starve another's. With `busy` (deliveries this worker has in flight per organisation), an
+    organisation gets at most ORG_SHARE of the worker's slots, so 24 slow endpoints of one
+    organisation leave room for everyone else. Candidates are chosen without locks (window
+    functions cannot be locked), then locked with FOR UPDATE SKIP LOCKED and re-checked: a row
+    another worker holds or has just leased is skipped, so a delivery is in flight at most once."""
     turn = (
         func.row_number()
         .over(
@@ -282,14 +295,20 @@ def _claim(session: Session, now: dt.datetime) -> list[_Job]:
         .label("turn")
     )
     candidates = (
-        select(WebhookDelivery.id.label("id"), turn)
+        select(WebhookDelivery.id.label("id"), WebhookSubscription.org_id.label("org_id"), turn)
         .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
         .where(*_due(now))
         .subquery()
     )
-    ids = session.scalars(
-        select(candidates.c.id).order_by(candidates.c.turn, candidates.c.id).limit(BATCH)
-    ).all()
+    query = select(candidates.c.id)
+    if busy is not None:
+        # Cap each organisation's slots: its turn plus what it already has in flight.
+        for org_id, count in busy.items():
+            query = query.where(
+                (candidates.c.org_id != org_id) | (candidates.c.turn <= ORG_SHARE - count)
+            )
+        query = query.where(candidates.c.turn <= ORG_SHARE)
+    ids = session.scalars(query.order_by(candidates.c.turn, candidates.c.id).limit(limit)).all()
     if not ids:
         return []
     rows = session.execute(
@@ -305,49 +324,133 @@ def _claim(session: Session, now: dt.datetime) -> list[_Job]:
         delivery.next_attempt_at = now + CLAIM_LEASE
         delivery.claim_token = token
         jobs.append(
-            _Job(delivery.id, sub.url, sub.secret, delivery.event_id, delivery.body.encode(), token)
+            _Job(
+                delivery.id,
+                sub.url,
+                sub.secret,
+                delivery.event_id,
+                delivery.body.encode(),
+                token,
+                sub.org_id,
+            )
         )
     return jobs
 
 
+class _Deadline:
+    """A total time limit for one attempt. httpx's timeouts are per operation: a receiver that
+    drips a byte every few seconds never trips them. At the deadline this shuts the attempt's
+    sockets down (found through httpcore's trace hook), which ends any read or write at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _post(
+    client: httpx.Client, url: str, body: bytes, headers: dict[str, str], deadline: _Deadline
+) -> tuple[int, bytes]:
+    """The HTTP POST of one attempt: the status and the first RESPONSE_BODY_LIMIT bytes."""
+    extensions = {"trace": deadline.trace}
+    with client.stream(
+        "POST", url, content=body, headers=headers, extensions=extensions
+    ) as response:
+        received = b""
+        for chunk in response.iter_bytes():
+            received += chunk
+            if len(received) >= RESPONSE_BODY_LIMIT:
+                break
+        return response.status_code, received[:RESPONSE_BODY_LIMIT]
+
+
 def _send(
-    client: httpx.Client, job: _Job, now: dt.datetime, pass_started: float, clock: Any = None
+    client: httpx.Client,
+    job: _Job,
+    now: dt.datetime,
+    pass_started: float,
+    clock: Any = None,
+    timeout: float = TIMEOUT_SECONDS,
 ) -> Outcome:
     started = time.perf_counter()
     # attempted_at is when this request goes out, not when the pass began.
     sent_at = clock() if clock else now + dt.timedelta(seconds=started - pass_started)
     headers = delivery_headers(job.secret, job.event_id, job.body, sent_at)
     try:
-        with client.stream("POST", job.url, content=job.body, headers=headers) as response:
-            received = b""
-            for chunk in response.iter_bytes():
-                received += chunk
-                if len(received) >= RESPONSE_BODY_LIMIT:
-                    break
-            latency = round((time.perf_counter() - started) * 1000)
-            text = received[:RESPONSE_BODY_LIMIT].decode("utf-8", errors="replace")
-            ok = 200 <= response.status_code < 300
-            return Outcome(
-                job.delivery_id,
-                response.status_code,
-                text,
-                latency,
-                None if ok else "non_2xx",
-                claim_token=job.claim_token,
-                sent_at=sent_at,
-            )
+        with _Deadline(timeout) as deadline:
+            status, received = _post(client, job.url, job.body, headers, deadline)
+        latency = round((time.perf_counter() - started) * 1000)
+        ok = 200 <= status < 300
+        return Outcome(
+            job.delivery_id,
+            status,
+            received.decode("utf-8", errors="replace"),
+            latency,
+            None if ok else "non_2xx",
+            claim_token=job.claim_token,
+            sent_at=sent_at,
+        )
     except Exception as exc:  # every failure becomes a recorded attempt, never a crash
         latency = round((time.perf_counter() - started) * 1000)
+        reason = "timeout" if deadline.expired else classify_error(exc)
+        message = (
+            f"No complete answer within the {timeout:g} s deadline."
+            if deadline.expired
+            else f"{type(exc).__name__}: {exc}"[:300]
+        )
         return Outcome(
             job.delivery_id,
             None,
             None,
             latency,
-            classify_error(exc),
-            f"{type(exc).__name__}: {exc}"[:300],
+            reason,
+            message,
             claim_token=job.claim_token,
             sent_at=sent_at,
         )
+
+
+def http_client(deps: DeliveryDeps) -> httpx.Client:
+    """One client for many attempts. No kept-alive connections: every attempt opens its own, so
+    the deadline knows its socket (and receivers are many and different anyway)."""
+    return httpx.Client(
+        transport=deps.transport,
+        timeout=httpx.Timeout(deps.timeout),
+        follow_redirects=False,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
 
 
 def _disable(session: Session, sub: WebhookSubscription, now: dt.datetime) -> None:
@@ -445,30 +548,77 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
     if not jobs:
         return 0
     pass_started = time.perf_counter()
-    with httpx.Client(
-        transport=deps.transport, timeout=httpx.Timeout(deps.timeout), follow_redirects=False
-    ) as client:
+
+    def send(job: _Job) -> Outcome:
+        return _send(client, job, now, pass_started, deps.clock, deps.timeout)
+
+    with http_client(deps) as client:
         if len(jobs) == 1:
-            outcomes = [_send(client, jobs[0], now, pass_started, deps.clock)]
+            outcomes = [send(jobs[0])]
         else:
             with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(jobs))) as pool:
-                outcomes = list(
-                    pool.map(lambda job: _send(client, job, now, pass_started, deps.clock), jobs)
-                )
+                outcomes = list(pool.map(send, jobs))
     with deps.db.write() as session:
         for outcome in outcomes:
             _record(session, outcome, now)
     return len(outcomes)
 
 
-async def run(app: FastAPI) -> None:
-    """Runs until cancelled when the app starts with settings.run_workers."""
+def _attempt(deps: DeliveryDeps, client: httpx.Client, job: _Job) -> None:
+    """Send one claimed delivery and record it at once (the background worker's unit of work)."""
+    clock = deps.clock or (lambda: dt.datetime.now(dt.UTC))
+    outcome = _send(client, job, clock(), time.perf_counter(), deps.clock, deps.timeout)
+    with deps.db.write() as session:
+        _record(session, outcome, clock())
+
+
+def _fan_out_and_claim(deps: DeliveryDeps, now: dt.datetime, free: int, busy: dict) -> list[_Job]:
+    with deps.db.read() as session:
+        pending = session.scalar(select(Event.seq).where(Event.fanned_out.is_(False)).limit(1))
+        due = session.scalar(
+            select(WebhookDelivery.id)
+            .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
+            .where(*_due(now))
+            .limit(1)
+        )
+    if pending is None and due is None:
+        return []  # nothing to do: no write transaction taken
+    with deps.db.write() as session:
+        fan_out(session, now)
+        session.flush()
+        return _claim(session, now, limit=free, busy=busy)
+
+
+async def run(app: Any) -> None:
+    """The background worker: keeps up to CONCURRENCY attempts in flight and claims more as each
+    one ends, so a pass never waits for its slowest delivery; an organisation holds at most
+    ORG_SHARE of the slots. Runs until cancelled."""
     deps = deps_of(app)
     settings = app.state.settings
-    while True:
-        try:
-            made = await anyio.to_thread.run_sync(deliver_due, deps, settings.clock())
-        except Exception:
-            log.exception("webhook delivery pass failed")
-            made = 0
-        await asyncio.sleep(0 if made else settings.webhook_poll_seconds)
+    in_flight: dict[Future[None], str] = {}
+    pool = ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="webhook")
+    client = http_client(deps)
+    try:
+        while True:
+            for future in [f for f in in_flight if f.done()]:
+                in_flight.pop(future)
+                if future.exception() is not None:
+                    log.error("webhook attempt failed", exc_info=future.exception())
+            free = CONCURRENCY - len(in_flight)
+            jobs: list[_Job] = []
+            if free:
+                busy: dict[str, int] = {}
+                for org_id in in_flight.values():
+                    busy[org_id] = busy.get(org_id, 0) + 1
+                try:
+                    jobs = await anyio.to_thread.run_sync(
+                        _fan_out_and_claim, deps, settings.clock(), free, busy
+                    )
+                except Exception:
+                    log.exception("webhook claim failed")
+            for job in jobs:
+                in_flight[pool.submit(_attempt, deps, client, job)] = job.org_id
+            await asyncio.sleep(0 if jobs else settings.webhook_poll_seconds)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        client.close()
