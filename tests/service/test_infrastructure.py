@@ -315,3 +315,30 @@ def test_claims_share_slots_between_organisations(service: Service) -> None:
     with db.write() as session:
         again = webhooks._claim(session, now, limit=8, busy={service.org_id: 3})
     assert [job.org_id for job in again] == [service.org_id]
+
+
+def test_report_queue_takes_organisations_in_turn(service: Service) -> None:
+    """Issue 13: 20 queued reports of one organisation must not hold back another's."""
+    from bpservice import admin
+    from bpservice.db.report_models import Report
+    from bpservice.workers import reports
+
+    db = service.app.state.db
+    now = service.clock()
+    with db.write() as session:
+        other = admin.bootstrap(session, now=now)
+    with db.write() as session:
+        for i, org_id in enumerate([service.org_id] * 5 + [other["org_id"]]):
+            session.add(
+                Report(
+                    id=f"rpt_fair{i}", org_id=org_id, environment="test", type="portfolio_summary",
+                    format="json", status="processing", period_start=dt.date(2024, 1, 1),
+                    period_end=dt.date(2024, 12, 31), requested_by=service.owner_user_id,
+                    created_at=now + dt.timedelta(seconds=i),
+                    estimated_completion=now, attempts=0,
+                )
+            )  # fmt: skip
+    order = []
+    for step in range(3):
+        order.append(reports._claim(db, now + dt.timedelta(seconds=10 + step)))
+    assert order == ["rpt_fair0", "rpt_fair5", "rpt_fair1"]
