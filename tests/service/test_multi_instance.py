@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
@@ -70,8 +69,10 @@ class Receiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[dict]:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """One cluster for the module's tests (starting five processes takes seconds)."""
+    tmp_path = tmp_path_factory.mktemp("cluster")
     assert TEST_DB_URL is not None and TEST_REDIS_URL is not None
     base = make_url(TEST_DB_URL)
     name = "bp_multi_" + uuid.uuid4().hex[:10]
@@ -270,7 +271,7 @@ def test_limits_and_forms_hold_across_instances(cluster: dict) -> None:
         assert page.status_code == 200, page.text
         import re
 
-        token = re.search(r'name="form_token" value="([^"]+)"', page.text)
+        token = re.search(r'name=form_token value="([^"]+)"', page.text)
         assert token is not None
         r = browser.post(
             f"{urls[1]}/oauth/authorize/login",
