@@ -89,19 +89,18 @@ def make_meters(url: str, key: str, n: int) -> list[str]:
             json={"name": "Bench", "address": {"street": "1 A", "city": "B", "country": "GB"},
                   "type": "office"},
         ).json()["data"]  # fmt: skip
-        building = api.post(
-            f"/properties/{prop['id']}/buildings",
-            json={"name": "B", "primary_use_type": "office", "gfa_m2": 1000, "year_built": 2000,
-                  "floors": 2},
-        ).json()["data"]  # fmt: skip
-        return [
-            f"/buildings/{building['id']}/meters/"
-            + api.post(
+        paths = []
+        for _ in range(n):  # one building per writer: writers of one building take turns
+            building = api.post(
+                f"/properties/{prop['id']}/buildings",
+                json={"name": "B", "primary_use_type": "office", "gfa_m2": 1000,
+                      "year_built": 2000, "floors": 2},
+            ).json()["data"]  # fmt: skip
+            meter = api.post(
                 f"/buildings/{building['id']}/meters", json={"type": "electricity", "unit": "kWh"}
             ).json()["data"]["id"]
-            + "/readings"
-            for _ in range(n)
-        ]
+            paths.append(f"/buildings/{building['id']}/meters/{meter}/readings")
+        return paths
 
 
 def drive(urls: list[str], key: str, paths: list[str], seconds: float) -> dict:

@@ -342,3 +342,44 @@ def test_report_queue_takes_organisations_in_turn(service: Service) -> None:
     for step in range(3):
         order.append(reports._claim(db, now + dt.timedelta(seconds=10 + step)))
     assert order == ["rpt_fair0", "rpt_fair5", "rpt_fair1"]
+
+
+def test_a_database_from_before_migrations_is_adopted(tmp_path: Path) -> None:
+    """A SQLite file made by `create_all` before migrations existed (the embedded default on
+    users' machines) upgrades in place; events the old cursor had passed stay fanned out."""
+    url = f"sqlite:///{tmp_path / 'legacy.db'}"
+    engine = create_engine(url)
+    migrate.upgrade(engine, migrate.LEGACY_REVISION)
+    now = "2026-01-01 00:00:00"
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))  # as create_all left it
+        conn.execute(text(f"INSERT INTO organisations VALUES ('org_1', 'Org', '{now}')"))
+        conn.execute(
+            text(
+                "INSERT INTO users (id, org_id, email, role, status, mfa_enabled, created_at, "
+                f"updated_at) VALUES ('usr_1', 'org_1', 'o@x.io', 'owner', 'active', 0, '{now}', "
+                f"'{now}')"
+            )
+        )
+        for seq in (1, 2, 3):
+            conn.execute(
+                text(
+                    "INSERT INTO events (seq, id, org_id, environment, type, created_at, data) "
+                    f"VALUES ({seq}, 'evt_{seq}', 'org_1', 'test', 'property.created', '{now}', "
+                    "'{}')"
+                )
+            )
+        conn.execute(
+            text(
+                "INSERT INTO webhook_subscriptions (id, org_id, environment, url, events, secret, "
+                "status, owner_user_id, created_by, cursor_seq, created_at, updated_at) VALUES "
+                f"('whk_1', 'org_1', 'test', 'http://x/', '[\"*\"]', 's', 'enabled', 'usr_1', "
+                f"'usr_1', 2, '{now}', '{now}')"
+            )
+        )
+    assert migrate.upgrade(engine) == (None, migrate.head_revision())
+    migrate.check_current(engine)
+    with engine.connect() as conn:
+        flags = dict(conn.execute(text("SELECT id, fanned_out FROM events")).all())
+    assert flags == {"evt_1": 1, "evt_2": 1, "evt_3": 0}
+    engine.dispose()

@@ -13,7 +13,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, inspect, text
 
 # Any constant works; it only has to be the same in every process.
 MIGRATION_LOCK_ID = 0x6270_7379_6E63  # "bpsync"
@@ -40,14 +40,21 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# Revision whose schema equals what `create_all` made before migrations existed.
+LEGACY_REVISION = "0001"
+
+
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str]:
-    """Bring the schema to `revision`; returns (revision before, revision after)."""
+    """Bring the schema to `revision`; returns (revision before, revision after). A database made
+    before migrations existed (tables, no alembic_version) is adopted at LEGACY_REVISION first."""
     config = _config()
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
         before = MigrationContext.configure(conn).get_current_revision()
         config.attributes["connection"] = conn
+        if before is None and inspect(conn).has_table("organisations"):
+            command.stamp(config, LEGACY_REVISION)
         command.upgrade(config, revision)
         after = MigrationContext.configure(conn).get_current_revision()
     assert after is not None

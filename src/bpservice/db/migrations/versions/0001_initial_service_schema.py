@@ -1,4 +1,5 @@
-"""Initial service schema
+"""Initial service schema: the tables as `create_all` made them before migrations existed, so a
+database from that time is adopted by stamping it at this revision (bpservice.db.migrate).
 
 Revision ID: 0001
 Revises:
@@ -28,12 +29,10 @@ def upgrade() -> None:
         sa.Column("type", sa.String(length=64), nullable=False),
         sa.Column("created_at", bpservice.db.types.UTCDateTime(), nullable=False),
         sa.Column("data", sa.JSON(), nullable=False),
-        sa.Column("fanned_out", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
         sa.UniqueConstraint("id"),
     )
     with op.batch_alter_table("events", schema=None) as batch_op:
-        batch_op.create_index("ix_events_fan_out", ["fanned_out", "seq"], unique=False)
         batch_op.create_index("ix_events_scope_seq", ["org_id", "environment", "seq"], unique=False)
 
     op.create_table(
@@ -77,9 +76,9 @@ def upgrade() -> None:
         sa.Column("environment", sa.String(length=8), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
         sa.Column("street", sa.String(length=200), nullable=False),
-        sa.Column("city", sa.String(length=200), nullable=False),
-        sa.Column("state", sa.String(length=200), nullable=True),
-        sa.Column("postal_code", sa.String(length=200), nullable=True),
+        sa.Column("city", sa.String(length=120), nullable=False),
+        sa.Column("state", sa.String(length=120), nullable=True),
+        sa.Column("postal_code", sa.String(length=32), nullable=True),
         sa.Column("country", sa.String(length=2), nullable=False),
         sa.Column("latitude", sa.Float(), nullable=True),
         sa.Column("longitude", sa.Float(), nullable=True),
@@ -484,7 +483,6 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("attempt_count", sa.Integer(), nullable=False),
         sa.Column("next_attempt_at", bpservice.db.types.UTCDateTime(), nullable=True),
-        sa.Column("claim_token", sa.String(length=32), nullable=True),
         sa.Column("completed_at", bpservice.db.types.UTCDateTime(), nullable=True),
         sa.Column("created_at", bpservice.db.types.UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(
@@ -658,6 +656,5 @@ def downgrade() -> None:
     op.drop_table("organisations")
     with op.batch_alter_table("events", schema=None) as batch_op:
         batch_op.drop_index("ix_events_scope_seq")
-        batch_op.drop_index("ix_events_fan_out")
 
     op.drop_table("events")
