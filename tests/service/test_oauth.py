@@ -5,7 +5,7 @@ used against the live API. Then the attacks."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -802,3 +802,34 @@ def test_reactivation_does_not_revive_old_tokens(service: Service, app: App) -> 
     with bearer(service, tokens["access_token"]) as api:
         assert api.get("/v1/properties").status_code == 401
     assert refresh(service, app, tokens["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+def test_concurrent_exchanges_of_one_code_or_refresh_token_have_one_winner(
+    service: Service, app: App
+) -> None:
+    """Issue 13: on PostgreSQL (the CI's second run) the code and refresh-token rows are locked,
+    so of four simultaneous uses exactly one succeeds; 5 rounds each (bounded)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    add_user(service, "ana@example.com")
+
+    def race(send: Callable[[], httpx.Response]) -> list[int]:
+        barrier = threading.Barrier(4)
+
+        def one(_: int) -> int:
+            barrier.wait()
+            return send().status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            return sorted(pool.map(one, range(4)))
+
+    for _ in range(5):
+        grant = grant_code(service, app, "ana@example.com")
+        assert race(lambda grant=grant: exchange(service, app, grant)) == [200, 400, 400, 400]
+    tokens = exchange(service, app, grant_code(service, app, "ana@example.com")).json()
+    for _ in range(5):
+        token = tokens["refresh_token"]
+        codes = race(lambda token=token: refresh(service, app, token))
+        assert codes == [200, 400, 400, 400]
+        tokens = exchange(service, app, grant_code(service, app, "ana@example.com")).json()
