@@ -231,6 +231,48 @@ def test_three_instances_two_workers_every_event_once(cluster: dict) -> None:
     assert all(r.status == "succeeded" and r.succeeded for r in rows)
 
 
+def test_every_report_is_generated_once_by_two_workers(cluster: dict) -> None:
+    urls, info = cluster["urls"], cluster["info"]
+    headers = {"Authorization": f"Bearer {info['test_key']}"}
+    body = {
+        "type": "portfolio_summary",
+        "format": "xlsx",
+        "reporting_period": {"start": "2020-01-01", "end": "2020-12-31"},
+    }
+
+    def request(i: int) -> str:
+        r = httpx.post(f"{urls[i % 3]}/v1/reports", json=body, headers=headers, timeout=30)
+        assert r.status_code == 202, r.text
+        return r.json()["data"]["id"]
+
+    with ThreadPoolExecutor(6) as pool:
+        ids = list(pool.map(request, range(6)))
+    deadline = time.monotonic() + 60
+    engine = create_engine(cluster["db_url"])
+    from bpservice.db.report_models import Report
+
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(Report.id, Report.status, Report.attempts).where(Report.id.in_(ids))
+            ).all()
+        if all(r.status != "processing" for r in rows):
+            break
+        time.sleep(0.2)
+    with engine.connect() as conn:
+        generated = Counter(
+            json.loads(d)["report"]["id"] if isinstance(d, str) else d["report"]["id"]
+            for d in conn.scalars(
+                select(Event.data).where(
+                    Event.org_id == info["org_id"], Event.type == "report.generated"
+                )
+            )
+        )
+    engine.dispose()
+    assert sorted((r.status, r.attempts) for r in rows) == [("complete", 1)] * 6
+    assert {i: generated[i] for i in ids} == {i: 1 for i in ids}
+
+
 def test_limits_and_forms_hold_across_instances(cluster: dict) -> None:
     urls, info = cluster["urls"], cluster["info"]
     made = json.loads(
