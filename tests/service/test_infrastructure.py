@@ -383,3 +383,58 @@ def test_a_database_from_before_migrations_is_adopted(tmp_path: Path) -> None:
         flags = dict(conn.execute(text("SELECT id, fanned_out FROM events")).all())
     assert flags == {"evt_1": 1, "evt_2": 1, "evt_3": 0}
     engine.dispose()
+
+
+@needs_postgres
+def test_overlap_queries_use_index_seeks_on_postgresql(service: Service, api: httpx.Client) -> None:
+    """The PostgreSQL counterpart of test_core_storage's EXPLAIN QUERY PLAN check."""
+    from sqlalchemy import event, insert
+
+    from bpservice.db.models import Reading
+    from bpservice.db.readings import readings_near
+    from tests.service.conftest import Tree
+
+    tree = Tree(api)
+    db = service.app.state.db
+    start = dt.date(1990, 1, 1)
+    rows = [
+        {
+            "id": f"rdg_{i:024d}",
+            "meter_id": tree.mid,
+            "building_id": tree.bid,
+            "org_id": service.org_id,
+            "environment": "test",
+            "start_date": start + dt.timedelta(days=i),
+            "end_date": start + dt.timedelta(days=i),
+            "consumption": 1.0,
+            "unit": "kWh",
+            "source": "api",
+            "anomaly_flags": [],
+            "created_at": service.clock(),
+        }
+        for i in range(5000)
+    ]
+    with db.write() as session:
+        session.execute(insert(Reading), rows)
+    with db.engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE readings")
+        conn.commit()
+    statements: list[tuple[str, object]] = []
+
+    def capture(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
+        if "FROM readings" in statement:
+            statements.append((statement, params))
+
+    event.listen(db.engine, "before_cursor_execute", capture)
+    with db.write() as session:
+        readings_near(session, tree.mid, dt.date(2000, 1, 1), dt.date(2000, 3, 1))
+        event.remove(db.engine, "before_cursor_execute", capture)
+        plans = [
+            " ".join(
+                row[0] for row in session.connection().exec_driver_sql("EXPLAIN " + sql, params)
+            )
+            for sql, params in statements
+        ]
+    assert len(plans) == 2
+    for plan in plans:
+        assert "Index" in plan and "Seq Scan on readings" not in plan, plan
