@@ -100,6 +100,13 @@ def serve(
             fg=typer.colors.YELLOW,
             err=True,
         )
+    if not settings.database_url.startswith("sqlite") and not redis_url:
+        typer.secho(
+            "Rate limits and the sign-in throttle are counted in this process only; with more "
+            "than one instance, give every instance the same --redis-url (docs/deploy.md).",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     try:
         application = create_app(settings)
     except SchemaNotCurrent as exc:

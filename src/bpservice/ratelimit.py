@@ -43,6 +43,8 @@ class BucketState:
 
 
 class RateLimiter:
+    remote = False  # True when every call is a network round trip (Redis)
+
     def __init__(self, limits: RateLimits, clock: Clock) -> None:
         self.limits = limits
         self.clock = clock
@@ -145,6 +147,8 @@ class RedisRateLimiter(RateLimiter):
     """The same buckets and windows, counted in Redis so every instance shares them. The window
     comes from this service's clock (instances keep their clocks in sync, as NTP does), so every
     instance names the same counter for the same window."""
+
+    remote = True
 
     def __init__(self, limits: RateLimits, clock: Clock, client: Any, prefix: str) -> None:
         super().__init__(limits, clock)

@@ -60,6 +60,13 @@ def _encode(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return [(k.lower().encode(), v.encode()) for k, v in headers.items()]
 
 
+async def _off_loop(method: Any, *args: Any) -> Any:
+    """Call a limiter method; a Redis-backed one does network I/O, so off the event loop."""
+    if getattr(method.__self__, "remote", False):
+        return await anyio.to_thread.run_sync(method, *args)
+    return method(*args)
+
+
 class EdgeMiddleware:
     def __init__(self, app: ASGIApp, *, state: Any) -> None:
         self.app = app
@@ -83,16 +90,21 @@ class EdgeMiddleware:
         if "\x00" in path:
             # No id contains NUL, and PostgreSQL cannot even compare one: answer as SQLite does.
             await self._send_error(
-                send, 404, "not_found", "No resource has this path.", limiter.states(keys)
+                send,
+                404,
+                "not_found",
+                "No resource has this path.",
+                await _off_loop(limiter.states, keys),
             )
             return
 
         too_large = self._body_too_large(scope)
         if too_large is not None:
-            await self._send_error(send, 413, "payload_too_large", too_large, limiter.states(keys))
+            states = await _off_loop(limiter.states, keys)
+            await self._send_error(send, 413, "payload_too_large", too_large, states)
             return
 
-        granted, states = limiter.acquire(keys) if metered else (True, [])
+        granted, states = await _off_loop(limiter.acquire, keys) if metered else (True, [])
         if_none_match = _header(scope, b"if-none-match")
         # `*` matches any current representation: answering it means running the handler, so it
         # is counted like any GET. Only a specific tag that matches is free (a real cache hit).
@@ -116,7 +128,8 @@ class EdgeMiddleware:
             not_modified = if_none_match is not None and etag_matches(if_none_match, etag)
         if not_modified:
             if granted and metered and not star:
-                states = limiter.release(keys, states[0].window_start if states else None)
+                window = states[0].window_start if states else None
+                states = await _off_loop(limiter.release, keys, window)
             keep = {b"etag", b"cache-control", b"vary"}
             headers = [(k, v) for k, v in headers if k in keep]
             await self._send(send, 304, headers, b"", states)
