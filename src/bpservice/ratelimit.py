@@ -143,6 +143,22 @@ return used
 """
 
 
+class LimiterUnavailable(Exception):
+    """The shared rate-limit store could not be reached; requests are refused, not let through."""
+
+
+def _guarded(method: Any) -> Any:
+    def call(self: Any, *args: Any) -> Any:
+        import redis
+
+        try:
+            return method(self, *args)
+        except redis.RedisError as exc:
+            raise LimiterUnavailable(str(exc)) from exc
+
+    return call
+
+
 class RedisRateLimiter(RateLimiter):
     """The same buckets and windows, counted in Redis so every instance shares them. The window
     comes from this service's clock (instances keep their clocks in sync, as NTP does), so every
@@ -174,6 +190,7 @@ class RedisRateLimiter(RateLimiter):
             for k, u in zip(keys, used, strict=True)
         ]
 
+    @_guarded
     def acquire(self, keys: list[BucketKey]) -> tuple[bool, list[BucketState]]:
         start = self._window_start(self._now())
         names = [self._redis_key(k, start) for k in keys]
@@ -182,6 +199,7 @@ class RedisRateLimiter(RateLimiter):
         granted, used = bool(int(reply[0])), [int(u) for u in reply[1:]]
         return granted, self._states_from(keys, start, used)
 
+    @_guarded
     def release(self, keys: list[BucketKey], window_start: int | None = None) -> list[BucketState]:
         start = self._window_start(self._now())
         if window_start is not None and window_start != start:
@@ -189,6 +207,7 @@ class RedisRateLimiter(RateLimiter):
         reply = self._release(keys=[self._redis_key(k, start) for k in keys])
         return self._states_from(keys, start, [int(u) for u in reply])
 
+    @_guarded
     def states(self, keys: list[BucketKey]) -> list[BucketState]:
         start = self._window_start(self._now())
         values = self.client.mget([self._redis_key(k, start) for k in keys]) if keys else []

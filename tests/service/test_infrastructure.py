@@ -438,3 +438,16 @@ def test_overlap_queries_use_index_seeks_on_postgresql(service: Service, api: ht
     assert len(plans) == 2
     for plan in plans:
         assert "Index" in plan and "Seq Scan on readings" not in plan, plan
+
+
+def test_an_unreachable_redis_refuses_requests_instead_of_ignoring_limits(tmp_path: Path) -> None:
+    """Fail closed: with the shared counts unreachable, no limit could be enforced."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'r.db'}",
+        run_workers=False,
+        redis_url="redis://127.0.0.1:1/0",  # nothing listens on port 1
+    )
+    app = create_app(settings)
+    with LiveServer(app) as server:
+        r = httpx.get(server.url + "/v1/properties", headers={"Authorization": "Bearer x"})
+    assert r.status_code == 503 and r.json()["error"]["code"] == "service_unavailable"

@@ -12,7 +12,14 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpservice.auth import Principal, resolve_bearer
-from bpservice.ratelimit import BucketKey, BucketState, RateLimiter, rate_headers, tightest
+from bpservice.ratelimit import (
+    BucketKey,
+    BucketState,
+    LimiterUnavailable,
+    RateLimiter,
+    rate_headers,
+    tightest,
+)
 
 _BULK_ROUTES = (re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch$"),)
 _REPORT_ROUTES = (re.compile(r"^/v1/reports$"),)
@@ -104,7 +111,18 @@ class EdgeMiddleware:
             await self._send_error(send, 413, "payload_too_large", too_large, states)
             return
 
-        granted, states = await _off_loop(limiter.acquire, keys) if metered else (True, [])
+        try:
+            granted, states = await _off_loop(limiter.acquire, keys) if metered else (True, [])
+        except LimiterUnavailable:
+            # Fail closed: without the shared counts no limit can be enforced.
+            await self._send_error(
+                send,
+                503,
+                "service_unavailable",
+                "The service cannot check rate limits right now; retry shortly.",
+                [],
+            )
+            return
         if_none_match = _header(scope, b"if-none-match")
         # `*` matches any current representation: answering it means running the handler, so it
         # is counted like any GET. Only a specific tag that matches is free (a real cache hit).
