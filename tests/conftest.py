@@ -8,11 +8,12 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpx
 import keyring
@@ -116,12 +117,60 @@ class LiveServer:
         self.sock.close()
 
 
+# The service tests run on SQLite by default; with BPSERVICE_TEST_DB_URL (a PostgreSQL URL) and
+# BPSERVICE_TEST_REDIS_URL set (.ci/run does), every service made here uses a fresh PostgreSQL
+# database cloned from one migrated template, and Redis for its rate limits and throttles.
+TEST_DB_URL = os.environ.get("BPSERVICE_TEST_DB_URL") or None
+TEST_REDIS_URL = os.environ.get("BPSERVICE_TEST_REDIS_URL") or None
+_TEMPLATE = "bp_template"
+_template_ready = False
+
+
+def fresh_database_url(db_path: Path) -> str:
+    """A new, migrated, empty database: a SQLite file at db_path, or a PostgreSQL clone."""
+    global _template_ready
+    if TEST_DB_URL is None or db_path.exists():
+        # A test that made its own SQLite file (e.g. through `bpservice admin`) serves that file.
+        return f"sqlite:///{db_path}"
+    from sqlalchemy import create_engine, make_url, text
+
+    from bpservice.db import migrate
+
+    base = make_url(TEST_DB_URL)
+    server = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with server.connect() as conn:
+            if not _template_ready:
+                conn.execute(text(f"DROP DATABASE IF EXISTS {_TEMPLATE}"))
+                conn.execute(text(f"CREATE DATABASE {_TEMPLATE}"))
+                template = create_engine(base.set(database=_TEMPLATE))
+                migrate.upgrade(template)
+                template.dispose()
+                _template_ready = True
+            name = "bp_" + uuid.uuid4().hex[:16]
+            conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {_TEMPLATE}"))
+    finally:
+        server.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+def service_settings(db_path: Path, clock: FakeClock, **overrides: Any) -> Settings:
+    """Settings for a service under test, on the backends the run was asked for."""
+    values: dict[str, Any] = {
+        "database_url": fresh_database_url(db_path),
+        "clock": clock,
+        "run_workers": False,
+    }
+    if TEST_REDIS_URL is not None:
+        values["redis_url"] = TEST_REDIS_URL
+        values["redis_prefix"] = "bptest-" + uuid.uuid4().hex[:12]
+    values.update(overrides)
+    return Settings(**values)
+
+
 def make_service_app(db_path: Path, clock: FakeClock, **limits: int) -> FastAPI:
-    settings = Settings(
-        database_url=f"sqlite:///{db_path}",
-        rate_limits=RateLimits(**limits) if limits else RateLimits(),
-        clock=clock,
-        run_workers=False,
+    settings = service_settings(
+        db_path, clock, rate_limits=RateLimits(**limits) if limits else RateLimits()
     )
     return create_app(settings)
 

@@ -13,11 +13,16 @@ from bpservice.api import benchmarks, buildings, meters, properties, reports, us
 from bpservice.api.middleware import EdgeMiddleware
 from bpservice.auth import TokenResolver
 from bpservice.benchmarking import default_recalculator
+from bpservice.db import migrate
+from bpservice.db.service_secrets import service_secret
 from bpservice.db.session import Database
 from bpservice.errors import install_error_handlers
 from bpservice.faults import FaultInjector, FaultMiddleware
-from bpservice.ratelimit import RateLimiter
+from bpservice.oauth.routes import FORM_KEY_NAME
+from bpservice.oauth.throttle import make_throttle
+from bpservice.ratelimit import make_limiter, redis_client
 from bpservice.recalc import Recalculator
+from bpservice.reporting.signing import SECRET_NAME as DOWNLOAD_KEY_NAME
 from bpservice.settings import Settings
 from bpservice.workers import reports as report_worker
 from bpservice.workers import webhooks as webhook_worker
@@ -30,6 +35,18 @@ Every request carries `Authorization: Bearer <API key or access token>`. Errors 
 GET responses carry an `ETag` and answer `If-None-Match` with 304."""
 
 
+def prepare_schema(db: Database, settings: Settings) -> None:
+    """Migrate a SQLite file on start (one file, one owner); elsewhere only check that someone
+    ran `bpservice admin migrate`, so N instances never race to create the schema."""
+    auto = settings.migrate_on_start
+    if auto is None:
+        auto = db.is_sqlite
+    if auto:
+        migrate.upgrade(db.engine)
+    else:
+        migrate.check_current(db.engine)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -38,7 +55,10 @@ def create_app(
 ) -> FastAPI:
     settings = settings or Settings()
     db = Database(settings.database_url)
-    db.create_all()
+    prepare_schema(db, settings)
+    # Made (or read) now, so no request ever creates one inside its own write transaction.
+    for name in (FORM_KEY_NAME, DOWNLOAD_KEY_NAME):
+        service_secret(db, name, settings.clock())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +82,9 @@ def create_app(
     )
     app.state.settings = settings
     app.state.db = db
-    app.state.limiter = RateLimiter(settings.rate_limits, settings.clock)
+    redis = redis_client(settings.redis_url) if settings.redis_url else None
+    app.state.limiter = make_limiter(settings, redis)
+    app.state.signin_throttle = make_throttle(redis, settings.redis_prefix)
     app.state.recalculator = recalculator or default_recalculator()
     app.state.token_resolvers = (
         list(token_resolvers) if token_resolvers is not None else [oauth.resolve_access_token]

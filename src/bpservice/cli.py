@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from bpservice import admin
+from bpservice.db.migrate import SchemaNotCurrent
 from bpservice.db.session import Database
 from bpservice.faults import FAULT_KINDS, FaultSettings, parse_kinds
 from bpservice.settings import RateLimits, Settings, database_url
@@ -22,11 +23,24 @@ DbOption = Annotated[
     str, typer.Option("--db", help="SQLite file path or SQLAlchemy URL", envvar="BPSERVICE_DB")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+RedisOption = Annotated[
+    str | None,
+    typer.Option(
+        "--redis-url",
+        help="Redis URL for rate limits and sign-in throttles shared by every instance",
+        envvar="BPSERVICE_REDIS_URL",
+    ),
+]
 
 
 def _db(db: str) -> Database:
+    from bpservice.app import prepare_schema
+
     database = Database(database_url(db))
-    database.create_all()
+    try:
+        prepare_schema(database, Settings(database_url=database.url))
+    except SchemaNotCurrent as exc:
+        _fail(str(exc))
     return database
 
 
@@ -52,8 +66,16 @@ def serve(
     fault_hang: Annotated[
         float, typer.Option(help="Seconds a 'hang' fault stalls before answering")
     ] = 35.0,
+    redis_url: RedisOption = None,
+    no_workers: Annotated[
+        bool,
+        typer.Option(
+            "--no-workers", help="Serve the API only; run `bpservice worker` for deliveries"
+        ),
+    ] = False,
 ) -> None:
-    """Run the service."""
+    """Run the service. On PostgreSQL run `bpservice admin migrate` first; a SQLite file migrates
+    itself."""
     import uvicorn
 
     from bpservice.app import create_app
@@ -68,6 +90,8 @@ def serve(
         database_url=database_url(db),
         rate_limits=RateLimits(window_seconds=rate_window),
         faults=fault_settings,
+        redis_url=redis_url,
+        run_workers=not no_workers,
     )
     if fault_settings.enabled:
         typer.secho(
@@ -76,7 +100,55 @@ def serve(
             fg=typer.colors.YELLOW,
             err=True,
         )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    if not settings.database_url.startswith("sqlite") and not redis_url:
+        typer.secho(
+            "Rate limits and the sign-in throttle are counted in this process only; with more "
+            "than one instance, give every instance the same --redis-url (docs/deploy.md).",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+    try:
+        application = create_app(settings)
+    except SchemaNotCurrent as exc:
+        _fail(str(exc))
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    db: DbOption = "bpservice.db",
+    poll: Annotated[float, typer.Option(help="Seconds between queue polls when idle")] = 0.2,
+) -> None:
+    """Deliver webhooks and generate reports, without serving the API. Run one or more next to
+    `serve --no-workers` instances; claims are row-locked, so workers never share a job."""
+    from bpservice.workers import runner
+
+    settings = Settings(database_url=database_url(db), webhook_poll_seconds=poll)
+    try:
+        runner.run_forever(settings)
+    except SchemaNotCurrent as exc:
+        _fail(str(exc))
+
+
+@admin_app.command("migrate")
+def migrate_cmd(
+    db: DbOption = "bpservice.db",
+    as_json: JsonOption = False,
+) -> None:
+    """Create or upgrade the database schema to this version (run once per deploy)."""
+    from bpservice.db import migrate
+
+    database = Database(database_url(db))
+    try:
+        before, after = migrate.upgrade(database.engine)
+    finally:
+        database.dispose()
+    if as_json:
+        typer.echo(json.dumps({"from": before, "to": after}))
+    elif before == after:
+        typer.echo(f"Schema already at revision {after}.")
+    else:
+        typer.echo(f"Schema migrated from {before or 'empty'} to revision {after}.")
 
 
 @app.command()

@@ -1,5 +1,8 @@
 """The event outbox: each change writes its event in the same transaction as the change itself, so
-an event exists exactly when its change was committed. Webhook delivery reads from here."""
+an event exists exactly when its change was committed. Webhook delivery reads from here.
+
+Every event row is written by `record_event` or `record_events` (readings in bulk), nowhere else:
+both leave `fanned_out` false, which is what the webhook fan-out looks for (decisions IN2)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import datetime as dt
 from typing import Any
 
 from fastapi.encoders import jsonable_encoder
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from bpservice.db.models import Event
@@ -30,6 +34,11 @@ def encode(data: Any) -> Any:
     return jsonable_encoder(data, custom_encoder={dt.datetime: utc_timestamp})
 
 
+def _check_type(type: str) -> None:
+    if type not in EVENT_TYPES or type in NEVER_EMITTED:
+        raise ValueError(f"not an emitted event type: {type}")
+
+
 def record_event(
     session: Session,
     *,
@@ -39,8 +48,7 @@ def record_event(
     data: dict[str, Any],
     now: dt.datetime,
 ) -> Event:
-    if type not in EVENT_TYPES or type in NEVER_EMITTED:
-        raise ValueError(f"not an emitted event type: {type}")
+    _check_type(type)
     event = Event(
         id=new_id("event"),
         org_id=org_id,
@@ -48,9 +56,38 @@ def record_event(
         type=type,
         created_at=now,
         data=encode(data),
+        fanned_out=False,
     )
     session.add(event)
     return event
+
+
+def record_events(
+    session: Session,
+    *,
+    org_id: str,
+    environment: str,
+    type: str,
+    datas: list[dict[str, Any]],
+    now: dt.datetime,
+) -> list[str]:
+    """Many events of one type in one INSERT (a 500-reading batch); returns their ids in order."""
+    _check_type(type)
+    rows = [
+        {
+            "id": new_id("event"),
+            "org_id": org_id,
+            "environment": environment,
+            "type": type,
+            "created_at": now,
+            "data": encode(data),
+            "fanned_out": False,
+        }
+        for data in datas
+    ]
+    if rows:
+        session.execute(insert(Event), rows)
+    return [row["id"] for row in rows]
 
 
 def event_body(event: Event) -> dict[str, Any]:

@@ -43,13 +43,21 @@ class Settings:
     max_body_bytes: int = 5 * 1024 * 1024
     # Public address of this server, used in absolute links (report downloads); None = from request.
     public_base_url: str | None = None
-    # Start background workers (webhook delivery, report generation) with the app.
+    # Start background workers (webhook delivery, report generation) with the app
+    # (`serve --no-workers` turns this off; `bpservice worker` runs them on their own).
     run_workers: bool = True
+    # Schema: None = migrate on start for SQLite (one file, one owner) and only check elsewhere,
+    # where `bpservice admin migrate` runs once per deploy. True/False force either.
+    migrate_on_start: bool | None = None
+    # Shared rate-limit and sign-in throttle state; None = this process's memory (one instance).
+    redis_url: str | None = None
+    # Prefix of every Redis key, so several services (or tests) can share one Redis.
+    redis_prefix: str = "bpservice"
     # Webhook delivery: seconds to wait for a 2xx (spec: 10) and between outbox polls.
     webhook_timeout_seconds: float = 10.0
     webhook_poll_seconds: float = 0.1
-    # Key that signs the authorization server's form tokens; None = random per process (open
-    # login forms then expire on restart, nothing else is lost).
+    # Key that signs the authorization server's form tokens; None = one key kept in the database
+    # (service_secrets), the same for every instance.
     oauth_form_key: bytes | None = None
     # Fault injection for resilience tests (`bpservice serve --faults`); off by default.
     faults: FaultSettings = field(default_factory=FaultSettings)

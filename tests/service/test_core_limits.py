@@ -6,6 +6,7 @@ import datetime as dt
 
 import httpx
 
+from bpservice.ratelimit import BucketKey
 from tests.conftest import Service
 from tests.service.conftest import RATE_HEADERS, ServiceFactory, Tree, ok, reading
 
@@ -183,3 +184,31 @@ def test_304_is_not_counted_even_when_the_bucket_is_empty(scaled_service: Servic
         assert r.status_code == 304 and remaining(r) == 0
         r = api.get("/v1/properties", headers={"If-None-Match": '"stale"'})
         assert r.status_code == 429 and r.headers["Retry-After"] == "60"
+
+
+def test_if_none_match_star_is_counted(scaled_service: ServiceFactory) -> None:
+    """Security item 3: `If-None-Match: *` runs the handler, so it counts like any GET and, once
+    the bucket is empty, is refused with 429 (it used to be answered 304 for free, forever)."""
+    service = scaled_service(per_key=3)
+    with service.client() as api:
+        remaining = []
+        for _ in range(3):
+            r = api.get("/v1/properties", headers={"If-None-Match": "*"})
+            assert r.status_code == 304
+            remaining.append(int(r.headers["X-RateLimit-Remaining"]))
+        assert remaining == [2, 1, 0]
+        r = api.get("/v1/properties", headers={"If-None-Match": "*"})
+        assert r.status_code == 429
+
+
+def test_refund_only_in_the_window_the_unit_was_taken_from(scaled_service: ServiceFactory) -> None:
+    """A 304 whose window ended while the handler ran gives nothing back to the next window."""
+    service = scaled_service(per_key=5)
+    limiter = service.app.state.limiter
+    keys = [BucketKey("key", "k1")]
+    granted, states = limiter.acquire(keys)
+    assert granted and states[0].remaining == 4
+    service.clock.advance(states[0].reset - service.clock().timestamp())  # next window
+    assert limiter.acquire(keys)[1][0].remaining == 4
+    after = limiter.release(keys, states[0].window_start)
+    assert after[0].remaining == 4  # not 5: the old window's unit is not refunded into this one

@@ -5,7 +5,7 @@ used against the live API. Then the attacks."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -682,25 +682,63 @@ def test_admin_commands(tmp_path: Path) -> None:
     assert PASSWORD not in r.output and "status active" in r.output
 
 
-def test_repeated_failed_sign_ins_are_throttled(service: Service, app: App) -> None:
+def _sign_in_as(browser: httpx.Client, token: str, email: str, password: str) -> httpx.Response:
+    return browser.post(
+        "/oauth/authorize/login",
+        data={"form_token": token, "email": email, "password": password},
+    )
+
+
+def test_repeated_failed_sign_ins_slow_down_but_never_lock_out(service: Service, app: App) -> None:
+    """Security item 4: guesses on one account wait 1, 2, 4 … s (capped at 60 s) after 5 free
+    failures; the real user waits at most a minute, never the old 15-minute lock."""
     add_user(service, "ana@example.com")
     with httpx.Client(base_url=service.base_url) as browser:
         token = hidden_token(browser.get(authorize_query(app)).text)
 
         def sign_in(password: str) -> httpx.Response:
-            return browser.post(
-                "/oauth/authorize/login",
-                data={"form_token": token, "email": "ana@example.com", "password": password},
-            )
+            return _sign_in_as(browser, token, "ana@example.com", password)
 
-        for _ in range(10):
+        for _ in range(5):
             assert sign_in("wrong-password-guess").status_code == 401
-        blocked = sign_in(PASSWORD)
-        assert blocked.status_code == 429 and "Too many" in blocked.text
-        service.clock.advance(15 * 60)
-        assert sign_in(PASSWORD).status_code == 403  # the form itself expired meanwhile
-        token = hidden_token(browser.get(authorize_query(app)).text)
+        for expected_wait in (1, 2, 4, 8):
+            slowed = sign_in(PASSWORD)
+            assert slowed.status_code == 429
+            assert f"try again in {expected_wait} seconds" in slowed.text
+            service.clock.advance(expected_wait)
+            assert sign_in("wrong-password-guess").status_code == 401
+        assert "try again in 16 seconds" in sign_in(PASSWORD).text
+        service.clock.advance(16)
+        for _ in range(5):  # the delay is capped at 60 s however many guesses come in
+            assert sign_in("wrong-password-guess").status_code == 401
+            service.clock.advance(60)
         assert sign_in(PASSWORD).status_code == 200
+
+
+def test_password_spraying_from_one_address_is_slowed(service: Service, app: App) -> None:
+    """Security item 4: one wrong password tried on many accounts from one address: after 20
+    failures the address itself waits, whichever account it names next."""
+    for i in range(22):
+        add_user(service, f"user{i}@example.com")
+    with httpx.Client(base_url=service.base_url) as browser:
+        token = hidden_token(browser.get(authorize_query(app)).text)
+        for i in range(20):
+            r = _sign_in_as(browser, token, f"user{i}@example.com", "Spring2026!")
+            assert r.status_code == 401
+        r = _sign_in_as(browser, token, "user21@example.com", PASSWORD)
+        assert r.status_code == 429 and "try again in 1 seconds" in r.text
+        service.clock.advance(1)
+        assert _sign_in_as(browser, token, "user21@example.com", PASSWORD).status_code == 200
+
+
+def test_the_authorization_server_is_metered(service: Service, app: App) -> None:
+    """Security item 4: /oauth/* carries rate-limit headers and counts against the address."""
+    with httpx.Client(base_url=service.base_url) as browser:
+        r = browser.get(authorize_query(app))
+        assert r.status_code == 200
+        first = int(r.headers["X-RateLimit-Remaining"])
+        r = browser.post("/oauth/token", data={"grant_type": "refresh_token"})
+        assert int(r.headers["X-RateLimit-Remaining"]) == first - 1
 
 
 def test_revoking_a_users_tokens(service: Service, app: App) -> None:
@@ -764,3 +802,34 @@ def test_reactivation_does_not_revive_old_tokens(service: Service, app: App) -> 
     with bearer(service, tokens["access_token"]) as api:
         assert api.get("/v1/properties").status_code == 401
     assert refresh(service, app, tokens["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+def test_concurrent_exchanges_of_one_code_or_refresh_token_have_one_winner(
+    service: Service, app: App
+) -> None:
+    """Issue 13: on PostgreSQL (the CI's second run) the code and refresh-token rows are locked,
+    so of four simultaneous uses exactly one succeeds; 5 rounds each (bounded)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    add_user(service, "ana@example.com")
+
+    def race(send: Callable[[], httpx.Response]) -> list[int]:
+        barrier = threading.Barrier(4)
+
+        def one(_: int) -> int:
+            barrier.wait()
+            return send().status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            return sorted(pool.map(one, range(4)))
+
+    for _ in range(5):
+        grant = grant_code(service, app, "ana@example.com")
+        assert race(lambda grant=grant: exchange(service, app, grant)) == [200, 400, 400, 400]
+    tokens = exchange(service, app, grant_code(service, app, "ana@example.com")).json()
+    for _ in range(5):
+        token = tokens["refresh_token"]
+        codes = race(lambda token=token: refresh(service, app, token))
+        assert codes == [200, 400, 400, 400]
+        tokens = exchange(service, app, grant_code(service, app, "ana@example.com")).json()

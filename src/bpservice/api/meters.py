@@ -35,12 +35,12 @@ from bpservice.api.schemas import (
 from bpservice.api.types import ISODate
 from bpservice.api.views import meter_view, reading_view
 from bpservice.auth import Principal
-from bpservice.db.models import Building, Event, Meter, Reading
+from bpservice.db.models import Building, Meter, Reading
 from bpservice.db.readings import as_history, latest_end_date, readings_near
 from bpservice.domain import readings as rules
 from bpservice.domain.vocab import UNITS_BY_METER_TYPE, canonical_unit
 from bpservice.errors import APIError, not_found, pydantic_details
-from bpservice.events import record_event
+from bpservice.events import record_event, record_events
 from bpservice.ids import new_id
 from bpservice.recalc import ReadingChange
 
@@ -160,14 +160,13 @@ def _store(
     if not rows:
         return []
     session.execute(insert(Reading), rows)
-    events = [
-        {
-            "id": new_id("event"),
-            "org_id": principal.org_id,
-            "environment": principal.environment,
-            "type": "meter.reading.created",
-            "created_at": now,
-            "data": {
+    record_events(
+        session,
+        org_id=principal.org_id,
+        environment=principal.environment,
+        type="meter.reading.created",
+        datas=[
+            {
                 "building_id": building.id,
                 "meter_id": meter.id,
                 "reading": {
@@ -177,11 +176,11 @@ def _store(
                     "consumption": row["consumption"],
                     "unit": row["unit"],
                 },
-            },
-        }
-        for row in rows
-    ]
-    session.execute(insert(Event), events)
+            }
+            for row in rows
+        ],
+        now=now,
+    )
     newest = max(row["end_date"] for row in rows)
     if meter.latest_reading_date is None or newest > meter.latest_reading_date:
         meter.latest_reading_date = newest

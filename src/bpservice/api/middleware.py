@@ -12,12 +12,20 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpservice.auth import Principal, resolve_bearer
-from bpservice.ratelimit import BucketKey, BucketState, RateLimiter, rate_headers, tightest
+from bpservice.ratelimit import (
+    BucketKey,
+    BucketState,
+    LimiterUnavailable,
+    RateLimiter,
+    rate_headers,
+    tightest,
+)
 
 _BULK_ROUTES = (re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch$"),)
 _REPORT_ROUTES = (re.compile(r"^/v1/reports$"),)
-# Paths outside the API that are not rate limited (health, docs, the authorization server's pages).
-_UNMETERED = re.compile(r"^/(healthz|docs|redoc|openapi\.json|oauth/)")
+# Paths outside the API that are not rate limited (health, docs). The authorization server
+# (/oauth/*) is metered per client address like any unauthenticated caller.
+_UNMETERED = re.compile(r"^/(healthz|docs|redoc|openapi\.json)")
 
 
 def bucket_keys(
@@ -59,6 +67,13 @@ def _encode(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return [(k.lower().encode(), v.encode()) for k, v in headers.items()]
 
 
+async def _off_loop(method: Any, *args: Any) -> Any:
+    """Call a limiter method; a Redis-backed one does network I/O, so off the event loop."""
+    if getattr(method.__self__, "remote", False):
+        return await anyio.to_thread.run_sync(method, *args)
+    return method(*args)
+
+
 class EdgeMiddleware:
     def __init__(self, app: ASGIApp, *, state: Any) -> None:
         self.app = app
@@ -79,20 +94,47 @@ class EdgeMiddleware:
         metered = not _UNMETERED.match(path)
         keys = bucket_keys(principal, method, path, client)
 
-        too_large = self._body_too_large(scope)
-        if too_large is not None:
-            await self._send_error(send, 413, "payload_too_large", too_large, limiter.states(keys))
+        if "\x00" in path:
+            # No id contains NUL, and PostgreSQL cannot even compare one: answer as SQLite does.
+            await self._send_error(
+                send,
+                404,
+                "not_found",
+                "No resource has this path.",
+                await _off_loop(limiter.states, keys),
+            )
             return
 
-        granted, states = limiter.acquire(keys) if metered else (True, [])
+        too_large = self._body_too_large(scope)
+        if too_large is not None:
+            states = await _off_loop(limiter.states, keys)
+            await self._send_error(send, 413, "payload_too_large", too_large, states)
+            return
+
+        try:
+            granted, states = await _off_loop(limiter.acquire, keys) if metered else (True, [])
+        except LimiterUnavailable:
+            # Fail closed: without the shared counts no limit can be enforced.
+            await self._send_error(
+                send,
+                503,
+                "service_unavailable",
+                "The service cannot check rate limits right now; retry shortly.",
+                [],
+            )
+            return
         if_none_match = _header(scope, b"if-none-match")
-        conditional = method in ("GET", "HEAD") and if_none_match is not None
+        # `*` matches any current representation: answering it means running the handler, so it
+        # is counted like any GET. Only a specific tag that matches is free (a real cache hit).
+        star = if_none_match is not None and if_none_match.strip() == "*"
+        conditional = method in ("GET", "HEAD") and if_none_match is not None and not star
         if not granted and not conditional:
             await self._send_rate_limited(send, states)
             return
 
         receive = self._limit_body(receive)
-        if method != "GET":
+        if method != "GET" or path.startswith("/oauth/"):
+            # The authorization server's pages set cookies: never answered with a 304.
             await self._pass_through(scope, receive, send, states)
             return
 
@@ -103,8 +145,9 @@ class EdgeMiddleware:
             headers = [(k, v) for k, v in headers if k != b"etag"] + [(b"etag", etag.encode())]
             not_modified = if_none_match is not None and etag_matches(if_none_match, etag)
         if not_modified:
-            if granted and metered:
-                states = limiter.release(keys)
+            if granted and metered and not star:
+                window = states[0].window_start if states else None
+                states = await _off_loop(limiter.release, keys, window)
             keep = {b"etag", b"cache-control", b"vary"}
             headers = [(k, v) for k, v in headers if k in keep]
             await self._send(send, 304, headers, b"", states)

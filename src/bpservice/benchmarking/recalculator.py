@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bpservice.benchmarking import aggregates as agg
@@ -66,6 +67,9 @@ class BenchmarkRecalculator:
                 self.recalculate(session, building, now)
 
     def recalculate(self, session: Session, building: Building, now: dt.datetime) -> None:
+        # One recalculation of a building at a time (readings of two of its meters may be stored
+        # at once on two instances): the second waits, then reads what the first committed.
+        session.execute(select(Building.id).where(Building.id == building.id).with_for_update())
         current = agg.current(session, building.id)
         energy = current.energy
         summary = session.get(BenchmarkSummary, building.id)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Integer,
     String,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -86,9 +87,11 @@ class Property(Base):
     environment: Mapped[str] = mapped_column(String(8))
     name: Mapped[str] = mapped_column(String(200))
     street: Mapped[str] = mapped_column(String(200))
-    city: Mapped[str] = mapped_column(String(120))
-    state: Mapped[str | None] = mapped_column(String(120))
-    postal_code: Mapped[str | None] = mapped_column(String(32))
+    # Lengths equal the API's validation limits (Name, ShortText: 200), so PostgreSQL and SQLite
+    # accept exactly what the API accepts.
+    city: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str | None] = mapped_column(String(200))
+    postal_code: Mapped[str | None] = mapped_column(String(200))
     country: Mapped[str] = mapped_column(String(2))
     latitude: Mapped[float | None] = mapped_column(Float)
     longitude: Mapped[float | None] = mapped_column(Float)
@@ -185,7 +188,10 @@ class Event(Base):
     """The outbox: every change writes one row in the same transaction; webhooks deliver them."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_scope_seq", "org_id", "environment", "seq"),)
+    __table_args__ = (
+        Index("ix_events_scope_seq", "org_id", "environment", "seq"),
+        Index("ix_events_fan_out", "fanned_out", "seq"),
+    )
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True)
@@ -194,3 +200,7 @@ class Event(Base):
     type: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # False until the webhook fan-out has made this event's deliveries. Fan-out reads this flag,
+    # never a numeric cursor, so an event whose transaction commits after a later-numbered one is
+    # still fanned out (docs/decisions.md, IN2).
+    fanned_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -29,7 +29,8 @@ class WebhookSubscription(Base):
     # The user notified when the subscription is disabled: the API key's owner or the token's user.
     owner_user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
     created_by: Mapped[str] = mapped_column(String(32))  # key_… or usr_…
-    # Outbox cursor: events with a larger seq have not been fanned out to this subscription yet.
+    # The newest event seq when the subscription was created: it receives events numbered above
+    # this (fan-out itself works from Event.fanned_out, not from a cursor; decisions IN2).
     cursor_seq: Mapped[int] = mapped_column(Integer)
     # Start of the current run of failed attempts (None while the endpoint answers).
     failing_since: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
@@ -69,6 +70,9 @@ class WebhookDelivery(Base):
     status: Mapped[str] = mapped_column(String(16))
     attempt_count: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
+    # Set by the worker that claimed the delivery; only that worker may record the attempt, so a
+    # delivery is in flight at most once even when a lease runs out (decisions IN3).
+    claim_token: Mapped[str | None] = mapped_column(String(32))
     completed_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime())
 

@@ -7,8 +7,8 @@ import base64
 import binascii
 import datetime as dt
 import json
+import math
 import secrets
-import threading
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urlencode
 
@@ -17,28 +17,26 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from bpservice.db.models import Organisation, User
+from bpservice.db.service_secrets import service_secret
 from bpservice.oauth import pages, rules, store
 from bpservice.oauth.store import OAuthError
+from bpservice.oauth.throttle import SignInThrottle
 
 router = APIRouter(prefix="/oauth", tags=["oauth"])
 
 CSRF_COOKIE = "bp_oauth_csrf"
 FORM_TTL = 600  # seconds a login, consent or invitation form stays valid
 MAX_FORM_BYTES = 16 * 1024
-_key_lock = threading.Lock()
+FORM_KEY_NAME = "oauth_form_signing_key"
 
 
 def _form_key(request: Request) -> bytes:
-    """The key signing form tokens: from settings, else one random key for this app instance."""
+    """The key signing form tokens: from settings, else one key kept in the database, so a form
+    rendered by one instance can be posted to any other."""
     configured = request.app.state.settings.oauth_form_key
     if configured:
         return configured
-    with _key_lock:
-        key = getattr(request.app.state, "oauth_form_key", None)
-        if key is None:
-            key = secrets.token_bytes(32)
-            request.app.state.oauth_form_key = key
-        return key
+    return service_secret(request.app.state.db, FORM_KEY_NAME, _now(request))
 
 
 def _now(request: Request) -> dt.datetime:
@@ -98,39 +96,8 @@ def _form_payload(request: Request, token: str, kind: str) -> dict[str, Any] | N
     return payload
 
 
-class LoginThrottle:
-    """Failed sign-ins per (organisation, email) in a sliding window: past the limit, sign-in is
-    refused until the window clears, so passwords cannot be guessed at full speed. In memory,
-    like the rate limiter (one process)."""
-
-    def __init__(self, limit: int = 10, window: dt.timedelta = dt.timedelta(minutes=15)) -> None:
-        self.limit = limit
-        self.window = window
-        self._failures: dict[tuple[str, str], list[dt.datetime]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: tuple[str, str], now: dt.datetime) -> list[dt.datetime]:
-        return [t for t in self._failures.get(key, []) if now - t < self.window]
-
-    def blocked(self, key: tuple[str, str], now: dt.datetime) -> bool:
-        with self._lock:
-            return len(self._recent(key, now)) >= self.limit
-
-    def failed(self, key: tuple[str, str], now: dt.datetime) -> None:
-        with self._lock:
-            self._failures[key] = [*self._recent(key, now), now][-self.limit :]
-
-    def succeeded(self, key: tuple[str, str]) -> None:
-        with self._lock:
-            self._failures.pop(key, None)
-
-
-def _throttle(request: Request) -> LoginThrottle:
-    with _key_lock:
-        throttle = getattr(request.app.state, "oauth_login_throttle", None)
-        if throttle is None:
-            throttle = request.app.state.oauth_login_throttle = LoginThrottle()
-        return throttle
+def _throttle(request: Request) -> SignInThrottle:
+    return request.app.state.signin_throttle
 
 
 _EXPIRED = (
@@ -245,19 +212,21 @@ def _login(request: Request, form: dict[str, str], payload: dict[str, Any]) -> R
         if client is None:
             return pages.error_page("The application is no longer registered.")
         throttle = _throttle(request)
-        key = (client.org_id, email.strip().lower())
-        if throttle.blocked(key, now):
+        account = email.strip().lower()
+        address = request.client.host if request.client else "unknown"
+        wait = throttle.wait(client.org_id, account, address, now.timestamp())
+        if wait > 0:
             return pages.login_page(
                 action="/oauth/authorize/login",
                 form_token=form.get("form_token", ""),
                 app_name=client.name,
                 email=email,
-                error="Too many failed sign-ins for this account; try again in 15 minutes.",
+                error=f"Too many failed sign-ins; try again in {math.ceil(wait)} seconds.",
                 status=429,
             )
         user = store.check_login(session, client.org_id, email, password)
         if user is None:
-            throttle.failed(key, now)
+            throttle.failed(client.org_id, account, address, now.timestamp())
             return pages.login_page(
                 action="/oauth/authorize/login",
                 form_token=form.get("form_token", ""),
@@ -265,7 +234,7 @@ def _login(request: Request, form: dict[str, str], payload: dict[str, Any]) -> R
                 email=email,
                 error="The email or password is incorrect, or the account is not active.",
             )
-        throttle.succeeded(key)
+        throttle.succeeded(client.org_id, account)
         user.last_login_at = now
         consent = rules.sign_form(
             _form_key(request),

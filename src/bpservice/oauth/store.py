@@ -187,8 +187,10 @@ def accept_invitation(
     name = name.strip()
     if not name or len(name) > 200:
         raise StoreError("Give your name (1 to 200 characters).")
-    row = session.get(InvitationToken, rules.digest(token))
+    row = session.get(InvitationToken, rules.digest(token), with_for_update=True)
     assert row is not None
+    if row.used_at is not None:
+        raise StoreError("This invitation link is invalid, used or expired.")
     row.used_at = now
     user.name = name
     user.password_hash = rules.hash_password(password)
@@ -300,7 +302,9 @@ def exchange_code(
     code_verifier: str | None,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    row = session.get(AuthorizationCode, rules.digest(code)) if code else None
+    # Locked until commit: of concurrent exchanges of one code (on any instance) the second waits,
+    # then reads used_at set, so exactly one succeeds (SQLite has one writer anyway).
+    row = session.get(AuthorizationCode, rules.digest(code), with_for_update=True) if code else None
     if row is None or row.client_id != client.id:
         raise OAuthError("invalid_grant", "The authorization code is invalid.")
     if row.used_at is not None:
@@ -340,7 +344,11 @@ def refresh_tokens(
     scope: str | None,
     now: dt.datetime,
 ) -> dict[str, Any]:
-    row = session.get(RefreshToken, rules.digest(refresh_token)) if refresh_token else None
+    row = (
+        session.get(RefreshToken, rules.digest(refresh_token), with_for_update=True)
+        if refresh_token
+        else None
+    )  # locked: one refresh token is spent by exactly one request, whichever instance serves it
     family = session.get(TokenFamily, row.family_id) if row is not None else None
     if row is None or family is None or family.client_id != client.id:
         raise OAuthError("invalid_grant", "The refresh token is invalid.")

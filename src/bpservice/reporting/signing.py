@@ -8,21 +8,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
-import secrets
-import threading
-import weakref
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-
-from bpservice.db.report_models import ServiceSecret
+from bpservice.db.service_secrets import service_secret
 from bpservice.db.session import Database
 
 SECRET_NAME = "report_download_signing_key"
 DOWNLOAD_TTL = dt.timedelta(hours=24)  # spec, Limits: report download URL validity
-
-_cache: weakref.WeakKeyDictionary[Database, bytes] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
 
 
 class SignatureProblem(Exception):
@@ -36,28 +27,8 @@ class SignatureProblem(Exception):
 
 
 def signing_key(db: Database, now: dt.datetime) -> bytes:
-    """The service's URL-signing key, created on first use and cached per database."""
-    with _lock:
-        key = _cache.get(db)
-        if key is not None:
-            return key
-        try:
-            with db.write() as session:
-                row = session.get(ServiceSecret, SECRET_NAME)
-                if row is None:
-                    row = ServiceSecret(
-                        name=SECRET_NAME, value=secrets.token_hex(32), created_at=now
-                    )
-                    session.add(row)
-                value = row.value
-        except IntegrityError:  # another process created it first; use theirs
-            with db.read() as session:
-                value = session.scalars(
-                    select(ServiceSecret.value).where(ServiceSecret.name == SECRET_NAME)
-                ).one()
-        key = bytes.fromhex(value)
-        _cache[db] = key
-        return key
+    """The service's URL-signing key: one per database, shared by every instance."""
+    return service_secret(db, SECRET_NAME, now)
 
 
 def signature(key: bytes, report_id: str, expires: int) -> str:

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 import anyio
-from sqlalchemy import or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from bpservice.db.report_models import Report, ReportFile
@@ -31,6 +31,8 @@ log = logging.getLogger("bpservice.reports")
 POLL_SECONDS = 0.2
 LEASE = dt.timedelta(minutes=10)
 MAX_ATTEMPTS = 3
+# How far back an organisation's latest claim counts when organisations take turns.
+FAIRNESS_MEMORY = dt.timedelta(hours=1)
 EXTENSIONS = {"pdf": "pdf", "xlsx": "xlsx", "csv": "csv", "json": "json"}
 
 
@@ -41,17 +43,28 @@ def _database_and_clock(app_or_db: Any) -> tuple[Database, Any]:
 
 
 def _claim(db: Database, now: dt.datetime) -> str | None:
-    """Take the oldest unclaimed (or abandoned) processing report; None when there is none."""
+    """Take the next unclaimed (or abandoned) processing report; None when there is none.
+
+    Organisations take turns: the next report is the oldest of the organisation whose latest
+    claim is the oldest (or that has none), so 20 queued reports of one organisation delay
+    another's by at most one report, not twenty."""
     stale = now - LEASE
+    recent = (
+        select(Report.org_id.label("org_id"), func.max(Report.started_at).label("last"))
+        .where(Report.started_at >= now - FAIRNESS_MEMORY)
+        .group_by(Report.org_id)
+        .subquery()
+    )
     while True:
         with db.write() as session:
             candidate = session.execute(
                 select(Report.id, Report.attempts)
+                .join(recent, recent.c.org_id == Report.org_id, isouter=True)
                 .where(
                     Report.status == "processing",
                     or_(Report.started_at.is_(None), Report.started_at < stale),
                 )
-                .order_by(Report.created_at, Report.id)
+                .order_by(recent.c.last.asc().nulls_first(), Report.created_at, Report.id)
                 .limit(1)
             ).first()
             if candidate is None:

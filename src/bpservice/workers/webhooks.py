@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
 import json
 import logging
+import secrets
+import socket
+import threading
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import httpx
@@ -60,6 +65,8 @@ CLAIM_LEASE = dt.timedelta(minutes=2)
 BATCH = 100
 FAN_OUT_BATCH = 1000
 CONCURRENCY = 8
+# The most slots of one worker that one organisation's deliveries may hold at once.
+ORG_SHARE = CONCURRENCY // 2
 
 FAILURE_REASONS = ("timeout", "connection_refused", "non_2xx", "connection_error")
 
@@ -121,6 +128,8 @@ class Outcome:
     latency_ms: int
     failure_reason: str | None  # None when a 2xx came back
     error_message: str | None = None
+    claim_token: str | None = None
+    sent_at: dt.datetime | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -155,6 +164,9 @@ class DeliveryDeps:
     timeout: float = TIMEOUT_SECONDS
     # An httpx transport for tests or proxies; None = real network.
     transport: httpx.BaseTransport | None = None
+    # The service clock, read as each request goes out (attempted_at); None = the pass's `now`
+    # plus the time the pass has taken.
+    clock: Callable[[], dt.datetime] | None = None
 
 
 def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
@@ -165,6 +177,7 @@ def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
         db=state.db,
         timeout=state.settings.webhook_timeout_seconds,
         transport=getattr(state, "webhook_transport", None),
+        clock=state.settings.clock,
     )
 
 
@@ -172,49 +185,73 @@ def current_seq(session: Session) -> int:
     return session.scalar(select(func.max(Event.seq))) or 0
 
 
+def _insert_ignoring_duplicates(session: Session, rows: list[dict]) -> None:
+    """INSERT … ON CONFLICT (subscription_id, event_id) DO NOTHING, on PostgreSQL and SQLite."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    statement = dialect_insert(WebhookDelivery).on_conflict_do_nothing(
+        index_elements=["subscription_id", "event_id"]
+    )
+    session.execute(statement, rows)
+
+
 def fan_out(session: Session, now: dt.datetime) -> int:
-    """Create deliveries for events past each live subscription's cursor; returns how many."""
-    latest = current_seq(session)
+    """Create deliveries for events not yet fanned out; returns how many.
+
+    Works from each event's `fanned_out` flag, never a numeric cursor: an event whose transaction
+    commits after a later-numbered event's is simply still unflagged at the next pass, so no
+    committed event can be skipped (decisions IN2). Rows are taken with FOR UPDATE SKIP LOCKED,
+    so two workers fan out disjoint events; ON CONFLICT DO NOTHING makes a repeat harmless."""
+    events = session.scalars(
+        select(Event)
+        .where(Event.fanned_out.is_(False))
+        .order_by(Event.seq)
+        .limit(FAN_OUT_BATCH)
+        .with_for_update(skip_locked=True)
+    ).all()
+    if not events:
+        return 0
+    scopes = {(e.org_id, e.environment) for e in events}
     subscriptions = session.scalars(
         select(WebhookSubscription).where(
             WebhookSubscription.status.in_(("enabled", "paused")),
-            WebhookSubscription.cursor_seq < latest,
+            WebhookSubscription.org_id.in_({org for org, _ in scopes}),
         )
     ).all()
-    created = 0
+    by_scope: dict[tuple[str, str], list[WebhookSubscription]] = {}
     for sub in subscriptions:
-        events = session.scalars(
-            select(Event)
-            .where(
-                Event.org_id == sub.org_id,
-                Event.environment == sub.environment,
-                Event.seq > sub.cursor_seq,
-            )
-            .order_by(Event.seq)
-            .limit(FAN_OUT_BATCH)
-        ).all()
-        for event in events:
-            if not wants(sub.events, event.type):
+        by_scope.setdefault((sub.org_id, sub.environment), []).append(sub)
+    rows = []
+    for event in events:
+        for sub in by_scope.get((event.org_id, event.environment), ()):
+            # A subscription receives the events numbered above the newest one at its creation.
+            if event.seq <= sub.cursor_seq or not wants(sub.events, event.type):
                 continue
-            session.add(
-                WebhookDelivery(
-                    id=new_id("delivery"),
-                    subscription_id=sub.id,
-                    event_id=event.id,
-                    event_seq=event.seq,
-                    event_type=event.type,
-                    event_created_at=event.created_at,
-                    body=encode_body(event),
-                    status="pending",
-                    attempt_count=0,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
+            rows.append(
+                {
+                    "id": new_id("delivery"),
+                    "subscription_id": sub.id,
+                    "event_id": event.id,
+                    "event_seq": event.seq,
+                    "event_type": event.type,
+                    "event_created_at": event.created_at,
+                    "body": encode_body(event),
+                    "status": "pending",
+                    "attempt_count": 0,
+                    "next_attempt_at": now,
+                    "created_at": now,
+                }
             )
-            created += 1
-        # Events of other scopes between the cursor and `latest` are skipped over too.
-        sub.cursor_seq = events[-1].seq if len(events) == FAN_OUT_BATCH else latest
-    return created
+    _insert_ignoring_duplicates(session, rows)
+    session.execute(
+        update(Event).where(Event.seq.in_([e.seq for e in events])).values(fanned_out=True)
+    )
+    return len(rows)
 
 
 @dataclass(frozen=True)
@@ -224,59 +261,196 @@ class _Job:
     secret: str
     event_id: str
     body: bytes
+    claim_token: str
+    org_id: str = ""
 
 
-def _claim(session: Session, now: dt.datetime) -> list[_Job]:
+def _due(now: dt.datetime) -> tuple:
+    return (
+        WebhookDelivery.status == "pending",
+        WebhookDelivery.next_attempt_at <= now,
+        WebhookSubscription.status == "enabled",
+    )
+
+
+def _claim(
+    session: Session,
+    now: dt.datetime,
+    limit: int = BATCH,
+    busy: dict[str, int] | None = None,
+) -> list[_Job]:
+    """Lease up to `limit` due deliveries, taking organisations in turn (the k-th due delivery
+    of every organisation before the (k+1)-th of any), so one organisation's backlog cannot
+    starve another's. With `busy` (deliveries this worker has in flight per organisation), an
+    organisation gets at most ORG_SHARE of the worker's slots, so 24 slow endpoints of one
+    organisation leave room for everyone else. Candidates are chosen without locks (window
+    functions cannot be locked), then locked with FOR UPDATE SKIP LOCKED and re-checked: a row
+    another worker holds or has just leased is skipped, so a delivery is in flight at most once."""
+    turn = (
+        func.row_number()
+        .over(
+            partition_by=WebhookSubscription.org_id,
+            order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq),
+        )
+        .label("turn")
+    )
+    candidates = (
+        select(WebhookDelivery.id.label("id"), WebhookSubscription.org_id.label("org_id"), turn)
+        .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
+        .where(*_due(now))
+        .subquery()
+    )
+    query = select(candidates.c.id)
+    if busy is not None:
+        # Cap each organisation's slots: its turn plus what it already has in flight.
+        for org_id, count in busy.items():
+            query = query.where(
+                (candidates.c.org_id != org_id) | (candidates.c.turn <= ORG_SHARE - count)
+            )
+        query = query.where(candidates.c.turn <= ORG_SHARE)
+    ids = session.scalars(query.order_by(candidates.c.turn, candidates.c.id).limit(limit)).all()
+    if not ids:
+        return []
     rows = session.execute(
         select(WebhookDelivery, WebhookSubscription)
         .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
-        .where(
-            WebhookDelivery.status == "pending",
-            WebhookDelivery.next_attempt_at <= now,
-            WebhookSubscription.status == "enabled",
-        )
-        .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.event_seq)
-        .limit(BATCH)
+        .where(WebhookDelivery.id.in_(ids), *_due(now))
+        .with_for_update(skip_locked=True, of=WebhookDelivery)
     ).all()
+    order = {delivery_id: i for i, delivery_id in enumerate(ids)}
     jobs = []
-    for delivery, sub in rows:
+    for delivery, sub in sorted(rows, key=lambda row: order[row[0].id]):
+        token = secrets.token_hex(8)
         delivery.next_attempt_at = now + CLAIM_LEASE
+        delivery.claim_token = token
         jobs.append(
-            _Job(delivery.id, sub.url, sub.secret, delivery.event_id, delivery.body.encode())
+            _Job(
+                delivery.id,
+                sub.url,
+                sub.secret,
+                delivery.event_id,
+                delivery.body.encode(),
+                token,
+                sub.org_id,
+            )
         )
     return jobs
 
 
-def _send(client: httpx.Client, job: _Job, now: dt.datetime) -> Outcome:
-    headers = delivery_headers(job.secret, job.event_id, job.body, now)
+class _Deadline:
+    """A total time limit for one attempt. httpx's timeouts are per operation: a receiver that
+    drips a byte every few seconds never trips them. At the deadline this shuts the attempt's
+    sockets down (found through httpcore's trace hook), which ends any read or write at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _post(
+    client: httpx.Client, url: str, body: bytes, headers: dict[str, str], deadline: _Deadline
+) -> tuple[int, bytes]:
+    """The HTTP POST of one attempt: the status and the first RESPONSE_BODY_LIMIT bytes."""
+    extensions = {"trace": deadline.trace}
+    with client.stream(
+        "POST", url, content=body, headers=headers, extensions=extensions
+    ) as response:
+        received = b""
+        for chunk in response.iter_bytes():
+            received += chunk
+            if len(received) >= RESPONSE_BODY_LIMIT:
+                break
+        return response.status_code, received[:RESPONSE_BODY_LIMIT]
+
+
+def _send(
+    client: httpx.Client,
+    job: _Job,
+    now: dt.datetime,
+    pass_started: float,
+    clock: Any = None,
+    timeout: float = TIMEOUT_SECONDS,
+) -> Outcome:
     started = time.perf_counter()
+    # attempted_at is when this request goes out, not when the pass began.
+    sent_at = clock() if clock else now + dt.timedelta(seconds=started - pass_started)
+    headers = delivery_headers(job.secret, job.event_id, job.body, sent_at)
     try:
-        with client.stream("POST", job.url, content=job.body, headers=headers) as response:
-            received = b""
-            for chunk in response.iter_bytes():
-                received += chunk
-                if len(received) >= RESPONSE_BODY_LIMIT:
-                    break
-            latency = round((time.perf_counter() - started) * 1000)
-            text = received[:RESPONSE_BODY_LIMIT].decode("utf-8", errors="replace")
-            ok = 200 <= response.status_code < 300
-            return Outcome(
-                job.delivery_id,
-                response.status_code,
-                text,
-                latency,
-                None if ok else "non_2xx",
-            )
+        with _Deadline(timeout) as deadline:
+            status, received = _post(client, job.url, job.body, headers, deadline)
+        latency = round((time.perf_counter() - started) * 1000)
+        ok = 200 <= status < 300
+        return Outcome(
+            job.delivery_id,
+            status,
+            received.decode("utf-8", errors="replace"),
+            latency,
+            None if ok else "non_2xx",
+            claim_token=job.claim_token,
+            sent_at=sent_at,
+        )
     except Exception as exc:  # every failure becomes a recorded attempt, never a crash
         latency = round((time.perf_counter() - started) * 1000)
+        reason = "timeout" if deadline.expired else classify_error(exc)
+        message = (
+            f"No complete answer within the {timeout:g} s deadline."
+            if deadline.expired
+            else f"{type(exc).__name__}: {exc}"[:300]
+        )
         return Outcome(
             job.delivery_id,
             None,
             None,
             latency,
-            classify_error(exc),
-            f"{type(exc).__name__}: {exc}"[:300],
+            reason,
+            message,
+            claim_token=job.claim_token,
+            sent_at=sent_at,
         )
+
+
+def http_client(deps: DeliveryDeps) -> httpx.Client:
+    """One client for many attempts. No kept-alive connections: every attempt opens its own, so
+    the deadline knows its socket (and receivers are many and different anyway)."""
+    return httpx.Client(
+        transport=deps.transport,
+        timeout=httpx.Timeout(deps.timeout),
+        follow_redirects=False,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
 
 
 def _disable(session: Session, sub: WebhookSubscription, now: dt.datetime) -> None:
@@ -307,15 +481,20 @@ def _disable(session: Session, sub: WebhookSubscription, now: dt.datetime) -> No
 
 
 def _record(session: Session, outcome: Outcome, now: dt.datetime) -> None:
-    delivery = session.get(WebhookDelivery, outcome.delivery_id)
+    delivery = session.get(WebhookDelivery, outcome.delivery_id, with_for_update=True)
     if delivery is None:  # the subscription was deleted while we were sending
         return
+    if delivery.claim_token != outcome.claim_token:
+        # Our lease ran out and another worker took the delivery over: its attempt counts.
+        log.warning("webhook delivery %s: lease lost, attempt not recorded", delivery.id)
+        return
+    delivery.claim_token = None
     delivery.attempt_count += 1
     session.add(
         WebhookAttempt(
             delivery_id=delivery.id,
             number=delivery.attempt_count,
-            attempted_at=now,
+            attempted_at=outcome.sent_at or now,
             status_code=outcome.status_code,
             response_body=outcome.response_body,
             latency_ms=outcome.latency_ms,
@@ -350,12 +529,7 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
     """One deterministic pass: fan out, send what is due at `now`, record. Returns attempts made."""
     deps = deps_of(app_or_deps)
     with deps.db.read() as session:
-        sub_behind = session.scalar(
-            select(func.count(WebhookSubscription.id)).where(
-                WebhookSubscription.status.in_(("enabled", "paused")),
-                WebhookSubscription.cursor_seq < current_seq(session),
-            )
-        )
+        sub_behind = session.scalar(select(Event.seq).where(Event.fanned_out.is_(False)).limit(1))
         due = session.scalar(
             select(func.count(WebhookDelivery.id))
             .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
@@ -365,7 +539,7 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
                 WebhookSubscription.status == "enabled",
             )
         )
-    if not sub_behind and not due:
+    if sub_behind is None and not due:
         return 0  # nothing to do: no write transaction taken
     with deps.db.write() as session:
         fan_out(session, now)
@@ -373,28 +547,78 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
         jobs = _claim(session, now)
     if not jobs:
         return 0
-    with httpx.Client(
-        transport=deps.transport, timeout=httpx.Timeout(deps.timeout), follow_redirects=False
-    ) as client:
+    pass_started = time.perf_counter()
+
+    def send(job: _Job) -> Outcome:
+        return _send(client, job, now, pass_started, deps.clock, deps.timeout)
+
+    with http_client(deps) as client:
         if len(jobs) == 1:
-            outcomes = [_send(client, jobs[0], now)]
+            outcomes = [send(jobs[0])]
         else:
             with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(jobs))) as pool:
-                outcomes = list(pool.map(lambda job: _send(client, job, now), jobs))
+                outcomes = list(pool.map(send, jobs))
     with deps.db.write() as session:
         for outcome in outcomes:
             _record(session, outcome, now)
     return len(outcomes)
 
 
-async def run(app: FastAPI) -> None:
-    """Runs until cancelled when the app starts with settings.run_workers."""
+def _attempt(deps: DeliveryDeps, client: httpx.Client, job: _Job) -> None:
+    """Send one claimed delivery and record it at once (the background worker's unit of work)."""
+    clock = deps.clock or (lambda: dt.datetime.now(dt.UTC))
+    outcome = _send(client, job, clock(), time.perf_counter(), deps.clock, deps.timeout)
+    with deps.db.write() as session:
+        _record(session, outcome, clock())
+
+
+def _fan_out_and_claim(deps: DeliveryDeps, now: dt.datetime, free: int, busy: dict) -> list[_Job]:
+    with deps.db.read() as session:
+        pending = session.scalar(select(Event.seq).where(Event.fanned_out.is_(False)).limit(1))
+        due = session.scalar(
+            select(WebhookDelivery.id)
+            .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
+            .where(*_due(now))
+            .limit(1)
+        )
+    if pending is None and due is None:
+        return []  # nothing to do: no write transaction taken
+    with deps.db.write() as session:
+        fan_out(session, now)
+        session.flush()
+        return _claim(session, now, limit=free, busy=busy)
+
+
+async def run(app: Any) -> None:
+    """The background worker: keeps up to CONCURRENCY attempts in flight and claims more as each
+    one ends, so a pass never waits for its slowest delivery; an organisation holds at most
+    ORG_SHARE of the slots. Runs until cancelled."""
     deps = deps_of(app)
     settings = app.state.settings
-    while True:
-        try:
-            made = await anyio.to_thread.run_sync(deliver_due, deps, settings.clock())
-        except Exception:
-            log.exception("webhook delivery pass failed")
-            made = 0
-        await asyncio.sleep(0 if made else settings.webhook_poll_seconds)
+    in_flight: dict[Future[None], str] = {}
+    pool = ThreadPoolExecutor(max_workers=CONCURRENCY, thread_name_prefix="webhook")
+    client = http_client(deps)
+    try:
+        while True:
+            for future in [f for f in in_flight if f.done()]:
+                in_flight.pop(future)
+                if future.exception() is not None:
+                    log.error("webhook attempt failed", exc_info=future.exception())
+            free = CONCURRENCY - len(in_flight)
+            jobs: list[_Job] = []
+            if free:
+                busy: dict[str, int] = {}
+                for org_id in in_flight.values():
+                    busy[org_id] = busy.get(org_id, 0) + 1
+                try:
+                    jobs = await anyio.to_thread.run_sync(
+                        _fan_out_and_claim, deps, settings.clock(), free, busy
+                    )
+                except Exception:
+                    log.exception("webhook claim failed")
+            for job in jobs:
+                in_flight[pool.submit(_attempt, deps, client, job)] = job.org_id
+            await asyncio.sleep(0 if jobs else settings.webhook_poll_seconds)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        client.close()
