@@ -73,6 +73,20 @@ def serve(
             "--no-workers", help="Serve the API only; run `bpservice worker` for deliveries"
         ),
     ] = False,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Public address for absolute links (report downloads), e.g. "
+            "https://bp.example.com; default: the address this server listens on"
+        ),
+    ] = None,
+    trusted_proxies: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated proxy addresses whose X-Forwarded-For/-Proto headers are "
+            "believed; default: none"
+        ),
+    ] = None,
 ) -> None:
     """Run the service. On PostgreSQL run `bpservice admin migrate` first; a SQLite file migrates
     itself."""
@@ -92,6 +106,7 @@ def serve(
         faults=fault_settings,
         redis_url=redis_url,
         run_workers=not no_workers,
+        public_base_url=public_url,
     )
     if fault_settings.enabled:
         typer.secho(
@@ -111,7 +126,15 @@ def serve(
         application = create_app(settings)
     except SchemaNotCurrent as exc:
         _fail(str(exc))
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    # uvicorn believes X-Forwarded-* from 127.0.0.1 by default; here only from named proxies.
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=trusted_proxies or "",
+    )
 
 
 @app.command()

@@ -203,8 +203,18 @@ def _invalid(field: str, code: str, message: str, **extra: Any) -> APIError:
 
 
 def _base_url(request: Request) -> str:
+    """Where download links point. The `Host` header is the client's to choose, so it never
+    decides: the configured public address, else the socket this server is bound to (decisions, "Host header").
+    The scheme follows `X-Forwarded-Proto` only when the server trusts the sending proxy."""
     configured = request.app.state.settings.public_base_url
-    return configured.rstrip("/") if configured else str(request.base_url).rstrip("/")
+    if configured:
+        return configured.rstrip("/")
+    server = request.scope.get("server")
+    if server and server[1] is not None:
+        host, port = server
+        host = f"[{host}]" if ":" in host else host
+        return f"{request.url.scheme}://{host}:{port}"
+    return str(request.base_url).rstrip("/")  # a transport with no socket (in-process tests)
 
 
 def _visible(query: Any, principal: Principal) -> Any:
