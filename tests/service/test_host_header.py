@@ -15,11 +15,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import FakeClock, LiveServer, Service, _bootstrap, service_settings
-from tests.service.test_reports import PERIOD, generate, make_building
-
 from bpservice import cli
 from bpservice.app import create_app
+from tests.conftest import FakeClock, LiveServer, Service, _bootstrap, service_settings
+from tests.service.test_reports import PERIOD, generate, make_building
 
 FORGED = {"Host": "evil.example", "X-Forwarded-Host": "evil.example"}
 
