@@ -24,7 +24,7 @@ class WebhookSubscription(Base):
     # Event types, or ["*"] for every type.
     events: Mapped[list[str]] = mapped_column(JSON)
     # Stored as given: it is needed in plain form to compute HMACs (see the decision record).
-    secret: Mapped[str] = mapped_column(String(256))
+    secret: Mapped[str] = mapped_column(String(512))  # sealed by bpservice.secretbox
     status: Mapped[str] = mapped_column(String(16))  # enabled, paused, disabled
     # The user notified when the subscription is disabled: the API key's owner or the token's user.
     owner_user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
