@@ -317,7 +317,7 @@ def test_dec_prices_the_tm46_benchmark_with_tm46_factors() -> None:
     ("country", "meter_type", "ratio"),
     [
         ("US", "electricity", 2.8),
-        ("CA", "electricity", 1.83),
+        ("CA", "electricity", 1.96),
         ("CA", "steam", 1.2),
         ("GB", "natural_gas", 1.05),
     ],
