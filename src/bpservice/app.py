@@ -23,6 +23,7 @@ from bpservice.oauth.throttle import make_throttle
 from bpservice.ratelimit import make_limiter, redis_client
 from bpservice.recalc import Recalculator
 from bpservice.reporting.signing import SECRET_NAME as DOWNLOAD_KEY_NAME
+from bpservice.secretbox import secret_box
 from bpservice.settings import Settings
 from bpservice.workers import reports as report_worker
 from bpservice.workers import webhooks as webhook_worker
@@ -59,6 +60,7 @@ def create_app(
     # Made (or read) now, so no request ever creates one inside its own write transaction.
     for name in (FORM_KEY_NAME, DOWNLOAD_KEY_NAME):
         service_secret(db, name, settings.clock())
+    secret_box_ = secret_box(db, settings.secrets_key, settings.clock())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -82,6 +84,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.db = db
+    app.state.secret_box = secret_box_
     redis = redis_client(settings.redis_url) if settings.redis_url else None
     app.state.limiter = make_limiter(settings, redis)
     app.state.signin_throttle = make_throttle(redis, settings.redis_prefix)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Annotated
 
@@ -47,6 +48,27 @@ def _db(db: str) -> Database:
 def _fail(message: str) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(1)
+
+
+def _secrets_key() -> str | None:
+    """BPSERVICE_SECRETS_KEY from the environment only (a command-line flag would show in `ps`)."""
+    from bpservice.secretbox import parse_keys
+
+    configured = os.environ.get("BPSERVICE_SECRETS_KEY") or None
+    try:
+        parse_keys(configured)
+    except ValueError as exc:
+        _fail(str(exc))
+    return configured
+
+
+@admin_app.command("new-secrets-key")
+def new_secrets_key() -> None:
+    """Print a new key for BPSERVICE_SECRETS_KEY (seals webhook secrets at rest). To rotate, set
+    "NEW,OLD": the first key seals, every key opens."""
+    from cryptography.fernet import Fernet
+
+    typer.echo(Fernet.generate_key().decode())
 
 
 @app.command()
@@ -107,6 +129,7 @@ def serve(
         redis_url=redis_url,
         run_workers=not no_workers,
         public_base_url=public_url,
+        secrets_key=_secrets_key(),
     )
     if fault_settings.enabled:
         typer.secho(
@@ -146,7 +169,9 @@ def worker(
     `serve --no-workers` instances; claims are row-locked, so workers never share a job."""
     from bpservice.workers import runner
 
-    settings = Settings(database_url=database_url(db), webhook_poll_seconds=poll)
+    settings = Settings(
+        database_url=database_url(db), webhook_poll_seconds=poll, secrets_key=_secrets_key()
+    )
     try:
         runner.run_forever(settings)
     except SchemaNotCurrent as exc:

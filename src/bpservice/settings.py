@@ -59,5 +59,8 @@ class Settings:
     # Key that signs the authorization server's form tokens; None = one key kept in the database
     # (service_secrets), the same for every instance.
     oauth_form_key: bytes | None = None
+    # Fernet key(s) sealing webhook secrets at rest (comma-separated: the first seals, all open);
+    # None = one key kept in the database (see bpservice.secretbox for what that does not cover).
+    secrets_key: str | None = None
     # Fault injection for resilience tests (`bpservice serve --faults`); off by default.
     faults: FaultSettings = field(default_factory=FaultSettings)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Query, Response
+from fastapi import Request as HTTPRequest
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, model_validator
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -262,7 +263,7 @@ def _attempts_of(session: Session, delivery_ids: list[str]) -> dict[str, list[We
     "created after this moment. The secret signs deliveries and is never returned again.",
 )
 def create_webhook(
-    body: WebhookCreate, principal: Write, session: WriteSession, clock: Clock
+    body: WebhookCreate, principal: Write, session: WriteSession, clock: Clock, request: HTTPRequest
 ) -> dict:
     _check_url_for_environment(body.url, principal.environment)
     now = clock()
@@ -274,7 +275,7 @@ def create_webhook(
         url=body.url,
         description=body.description,
         events=body.events,
-        secret=body.secret or generated,
+        secret=request.app.state.secret_box.seal(body.secret or generated),
         status="enabled",
         owner_user_id=principal.user_id,
         created_by=principal.identity,
@@ -322,16 +323,26 @@ def get_webhook(webhook_id: str, principal: Read, session: ReadSession) -> dict:
     "applies to every later attempt, retries of earlier events included.",
 )
 def update_webhook(
-    webhook_id: str, body: WebhookUpdate, principal: Write, session: WriteSession, clock: Clock
+    webhook_id: str,
+    body: WebhookUpdate,
+    principal: Write,
+    session: WriteSession,
+    clock: Clock,
+    request: HTTPRequest,
 ) -> dict:
     sub = _load(session, principal, webhook_id)
     if body.url is not None:
         _check_url_for_environment(body.url, principal.environment)
     changed = False
-    for name in ("url", "events", "secret", "description"):
+    box = request.app.state.secret_box
+    for name in ("url", "events", "description"):
         if name in body.model_fields_set and getattr(sub, name) != getattr(body, name):
             setattr(sub, name, getattr(body, name))
             changed = True
+    secret = body.secret if "secret" in body.model_fields_set else None
+    if secret is not None and box.open(sub.secret) != secret:
+        sub.secret = box.seal(secret)
+        changed = True
     if changed:
         sub.updated_at = clock()
     return {"data": subscription_view(sub)}

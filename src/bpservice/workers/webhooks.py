@@ -45,6 +45,7 @@ from bpservice.db.webhook_models import (
 )
 from bpservice.events import event_body
 from bpservice.ids import new_id
+from bpservice.secretbox import SecretBox, secret_box
 
 log = logging.getLogger("bpservice.webhooks")
 
@@ -167,6 +168,11 @@ class DeliveryDeps:
     # The service clock, read as each request goes out (attempted_at); None = the pass's `now`
     # plus the time the pass has taken.
     clock: Callable[[], dt.datetime] | None = None
+    # Settings.secrets_key: opens the sealed subscription secrets just before signing.
+    secrets_key: str | None = None
+
+    def secret_box(self, now: dt.datetime) -> SecretBox:
+        return secret_box(self.db, self.secrets_key, now)
 
 
 def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
@@ -178,6 +184,7 @@ def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
         timeout=state.settings.webhook_timeout_seconds,
         transport=getattr(state, "webhook_transport", None),
         clock=state.settings.clock,
+        secrets_key=state.settings.secrets_key,
     )
 
 
@@ -276,6 +283,7 @@ def _due(now: dt.datetime) -> tuple:
 def _claim(
     session: Session,
     now: dt.datetime,
+    box: SecretBox,
     limit: int = BATCH,
     busy: dict[str, int] | None = None,
 ) -> list[_Job]:
@@ -327,7 +335,7 @@ def _claim(
             _Job(
                 delivery.id,
                 sub.url,
-                sub.secret,
+                box.open(sub.secret),
                 delivery.event_id,
                 delivery.body.encode(),
                 token,
@@ -541,10 +549,11 @@ def deliver_due(app_or_deps: FastAPI | DeliveryDeps, now: dt.datetime) -> int:
         )
     if sub_behind is None and not due:
         return 0  # nothing to do: no write transaction taken
+    box = deps.secret_box(now)  # before the transaction: the key may be read from the database
     with deps.db.write() as session:
         fan_out(session, now)
         session.flush()
-        jobs = _claim(session, now)
+        jobs = _claim(session, now, box)
     if not jobs:
         return 0
     pass_started = time.perf_counter()
@@ -583,10 +592,11 @@ def _fan_out_and_claim(deps: DeliveryDeps, now: dt.datetime, free: int, busy: di
         )
     if pending is None and due is None:
         return []  # nothing to do: no write transaction taken
+    box = deps.secret_box(now)  # before the transaction: the key may be read from the database
     with deps.db.write() as session:
         fan_out(session, now)
         session.flush()
-        return _claim(session, now, limit=free, busy=busy)
+        return _claim(session, now, box, limit=free, busy=busy)
 
 
 async def run(app: Any) -> None:
