@@ -191,7 +191,7 @@ def test_concurrent_fan_outs_and_claims_never_share_a_delivery(service: Service)
             with db.write() as session:
                 webhooks.fan_out(session, now)
             with db.write() as session:
-                jobs = webhooks._claim(session, now)
+                jobs = webhooks._claim(session, now, service.app.state.secret_box)
             with lock:
                 claimed.extend(job.delivery_id for job in jobs)
 
@@ -307,13 +307,20 @@ def test_claims_share_slots_between_organisations(service: Service) -> None:
                 )
             )  # fmt: skip
     with db.write() as session:
-        first = webhooks._claim(session, now, limit=8, busy={})
+        first = webhooks._claim(session, now, service.app.state.secret_box, limit=8, busy={})
     orgs = [job.org_id for job in first]
     assert orgs.count(other["org_id"]) == 1 and orgs.count(service.org_id) == webhooks.ORG_SHARE
     with db.write() as session:  # the busy organisation gets nothing more until a slot frees
-        assert webhooks._claim(session, now, limit=8, busy={service.org_id: 4}) == []
+        assert (
+            webhooks._claim(
+                session, now, service.app.state.secret_box, limit=8, busy={service.org_id: 4}
+            )
+            == []
+        )
     with db.write() as session:
-        again = webhooks._claim(session, now, limit=8, busy={service.org_id: 3})
+        again = webhooks._claim(
+            session, now, service.app.state.secret_box, limit=8, busy={service.org_id: 3}
+        )
     assert [job.org_id for job in again] == [service.org_id]
 
 
