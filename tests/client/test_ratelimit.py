@@ -184,8 +184,10 @@ async def test_paced_client_hits_almost_no_429(tmp_path: Path) -> None:
             elapsed = time.monotonic() - started
     assert len(results) == 46 and sum(results[40:]) == 6
     rate_limited = counter.statuses.count(429)
-    # 46 requests at 10 a window span at least 5 windows; pacing should make 429s rare.
-    assert rate_limited <= 2, counter.statuses
+    # 46 requests at 10 a window span at least 5 windows; unpaced, about 36 of them would get a
+    # 429. Pacing makes them rare: on 2 loaded cores a request can still land a few ms after the
+    # window it was paced for has filled, so up to 4 (under 10 %) are allowed; each is retried.
+    assert rate_limited <= 4, counter.statuses
     # Unpaced, 46 loopback requests take ~0.5 s. Paced, they cross at least four window
     # boundaries; how much of the first window is left when the run starts is chance, so the
     # floor keeps a margin rather than assuming whole windows.
