@@ -464,3 +464,23 @@ def test_stranding_year(intensity: float, from_year: int, scenario: str, year: i
 )
 def test_water_volumes(quantity: float, unit: str, m3: float | None) -> None:
     assert to_m3(quantity, unit) == (None if m3 is None else pytest.approx(m3))
+
+
+def test_every_emission_factor_names_a_source_and_none_is_unverified() -> None:
+    """A figure a consultant signs must not be marked U: each row is V (verified) or S (one
+    secondary source) and names where it was read."""
+    from bpservice.domain.tables import emission_factor_sets
+
+    for (country, source), rows in emission_factor_sets().items():
+        for _year, figure in rows:
+            assert figure.status in {"V", "S"}, (country, source, figure.status)
+            assert len(figure.source) > 20, (country, source)
+
+
+def test_french_dpe_factors_are_the_arretes() -> None:
+    from bpservice.domain.tables import emission_factor_sets, factor_for_year
+
+    sets = emission_factor_sets()
+    assert factor_for_year(sets[("FR", "electricity")], 2025).value == 0.064
+    assert factor_for_year(sets[("FR", "lpg")], 2025).value == 0.272
+    assert factor_for_year(sets[("FR", "natural_gas")], 2025).value == 0.227
