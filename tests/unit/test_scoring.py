@@ -338,7 +338,11 @@ def test_every_table_row_cites_a_source() -> None:
         rows = list(csv.DictReader(data.joinpath(name).read_text("utf-8").splitlines()))
         assert rows, name
         for row in rows:
-            assert row["source"].strip() and row["status"] in {"V", "S", "U"}, (name, row)
+            # V verified, S one secondary source; U (unverified) figures are not shipped
+            assert row["source"].strip() and row["status"] in {"V", "S"}, (name, row)
+    for name in data.iterdir():
+        if name.name.endswith(".json"):
+            assert '"status": "U"' not in name.read_text("utf-8"), name.name
 
 
 def test_mmbtu_factors_match_their_published_figures() -> None:
