@@ -185,9 +185,11 @@ def register_import(
         ctx, lambda c: import_register(c, register, profile_name, dry_run=dry_run)
     )
     if state.json:
-        cli.print_json(outcome.as_dict())
+        cli.print_json({**outcome.as_dict(), "rules": register.rules})
     else:
         out = cli.stdout()
+        for rule in register.rules:  # choices made by a documented rule are said, never silent
+            out.print(f"note: {rule}", markup=False, highlight=False)
         verb = "would be " if dry_run else ""
         for what in ("property", "building", "meter"):
             out.print(

@@ -11,6 +11,13 @@ Sheets (found by name, case-insensitive; title rows above the header are fine):
 - Use Types: Property Ref*, Building Name*, Use Type*, Floor Area (m² or ft²)*
 - Meters: Property Ref*, Building Name*, Meter Name*, Meter Type*, Unit*, Utility Meter Number,
   PM Meter ID, Provider
+
+Portfolio Manager's own Properties + Meters export has no Buildings sheet. Then (and only when the
+Properties sheet carries PM's floor-area column) each PM property becomes one building named after
+the property, with PM's floor area converted from ft², PM's year built, and floors from a Floors
+column (PM exports none and the service requires it: without one the row is refused, never
+guessed). Meters attach by their Portfolio Manager Property ID; an id not on the Properties sheet
+is refused row by row. The dry run states this rule (`Register.rules`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bpsync.ingest.pm_types import pm_use_type
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, list_sheets, read_xlsx
 from bpsync.ingest.templates import AmbiguousColumn, find_column
@@ -49,11 +57,27 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "name": ("Property Name", "Name"),
         "street": ("Street", "Address", "Street Address", "Address 1"),
-        "city": ("City",),
+        "city": ("City", "City/Municipality"),
         "state": ("State", "State/Province", "County", "Region"),
         "postal_code": ("Postal Code", "Postcode", "ZIP", "ZIP Code"),
         "country": ("Country", "Country Code"),
-        "type": ("Property Type", "Type", "Primary Property Type - Self Selected"),
+        # first name the file has wins: the owner's own choice before PM's calculated type
+        "type": (
+            "Property Type",
+            "Type",
+            "Primary Property Type - Self Selected",
+            "Primary Property Type - EPA Calculated",
+            "Primary Property Type - Portfolio Manager-Calculated",
+        ),
+        # only read for a Portfolio Manager export without a Buildings sheet
+        "gfa": (
+            "Property GFA - Self-Reported (ft²)",
+            "Property GFA - Self-Reported (m²)",
+            "Property GFA - Self-Reported",
+        ),
+        "year_built": ("Year Built",),
+        "floors": ("Floors", "Number of Floors"),
+        "occupancy_pct": ("Occupancy", "Occupancy (%)", "Occupancy %"),
     },
     "buildings": {
         "ref": (
@@ -110,6 +134,16 @@ _REQUIRED = {
     "use_types": ("ref", "building", "type", "gfa"),
     "meters": ("ref", "building", "name", "type", "unit"),
 }
+# A Portfolio Manager export: one building per property, so meters name no building.
+_REQUIRED_PM_METERS = ("ref", "name", "type", "unit")
+_PM_FLOOR_AREA = "Property GFA - Self-Reported (ft²)"
+# Country names Portfolio Manager writes (it serves the United States and Canada).
+_COUNTRY_NAMES = {
+    "UNITED STATES": "US",
+    "UNITED STATES OF AMERICA": "US",
+    "USA": "US",
+    "CANADA": "CA",
+}
 
 
 @dataclass(frozen=True)
@@ -131,6 +165,8 @@ class Register:
     meter_links: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # choices the reader made by a documented rule; the CLI prints them with the plan
+    rules: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -140,7 +176,7 @@ class Register:
 class _Sheet:
     """One register sheet's rows with their cells looked up by field."""
 
-    def __init__(self, table: Table, kind: str) -> None:
+    def __init__(self, table: Table, kind: str, required: Sequence[str] | None = None) -> None:
         self.table = table
         self.cols: dict[str, Header] = {}
         for fld, names in _COLUMNS[kind].items():
@@ -154,7 +190,8 @@ class _Sheet:
                 ) from None
             if h is not None:
                 self.cols[fld] = h
-        missing = [_COLUMNS[kind][f][0] for f in _REQUIRED[kind] if f not in self.cols]
+        needed = _REQUIRED[kind] if required is None else required
+        missing = [_COLUMNS[kind][f][0] for f in needed if f not in self.cols]
         if missing:
             raise IngestError(
                 f"sheet {table.sheet!r} lacks the column(s) {', '.join(missing)}",
@@ -173,31 +210,62 @@ def read_register(path: str | Path) -> Register:
     path = Path(path)
     sheets = list_sheets(path)
     reg = Register()
-    tables: dict[str, _Sheet] = {}
-    for kind in _SHEETS:
-        title = _find_sheet(path, kind, sheets)
-        if title is None:
-            if kind in ("properties", "buildings"):
-                raise IngestError(
-                    f"the register needs a {kind.title()!r} sheet; sheets: "
-                    + ", ".join(t for t, _ in sheets),
-                    where=Where(path.name),
-                    code="register_sheets",
-                )
-            continue
-        expected = {n.casefold() for names in _COLUMNS[kind].values() for n in names}
-        table = read_xlsx(path, sheet=title, expected=expected)
-        tables[kind] = _Sheet(table, kind)
-        reg.notes.append(table.describe())
-    properties = _properties(tables["properties"], reg)
-    buildings = _buildings(tables["buildings"], reg, properties)
-    if "use_types" in tables:
-        _use_types(tables["use_types"], reg, buildings)
+    titles = {kind: _find_sheet(path, kind, sheets) for kind in _SHEETS}
+    if titles["properties"] is None:
+        raise _missing_sheet(path, "properties", sheets)
+    properties_table = _read_sheet(path, titles["properties"], "properties", reg)
+    pm_export = titles["buildings"] is None and "gfa" in properties_table.cols
+    if titles["buildings"] is None and not pm_export:
+        raise _missing_sheet(path, "buildings", sheets)
+    properties = _properties(properties_table, reg)
+    if pm_export:
+        reg.rules.append(
+            f"no Buildings sheet: each Portfolio Manager property on {properties_table.table.sheet!r} "
+            f"becomes one building named after the property, floor area from "
+            f"{properties_table.cols['gfa'].text!r}"
+            + (" converted to m² (÷ 10.7639)" if _in_sqft(properties_table.cols["gfa"]) else "")
+            + "; meters attach by Portfolio Manager Property ID"
+        )
+        buildings = _buildings_from_pm_properties(properties_table, reg, properties)
+    else:
+        buildings = _buildings(
+            _read_sheet(path, titles["buildings"] or "", "buildings", reg), reg, properties
+        )
+    if titles["use_types"] is not None:
+        _use_types(_read_sheet(path, titles["use_types"], "use_types", reg), reg, buildings)
     for b in buildings.values():
         _check_use_type_sum(b, reg)
-    if "meters" in tables:
-        _meters(tables["meters"], reg, buildings)
+    if titles["meters"] is not None:
+        required = _REQUIRED_PM_METERS if pm_export else None
+        meters = _read_sheet(path, titles["meters"], "meters", reg, required)
+        _meters(meters, reg, buildings, pm_export=pm_export)
     return reg
+
+
+def _missing_sheet(path: Path, kind: str, sheets: list[tuple[str, str]]) -> IngestError:
+    hint = (
+        f" (or a Portfolio Manager Properties sheet with {_PM_FLOOR_AREA!r})"
+        if kind == "buildings"
+        else ""
+    )
+    return IngestError(
+        f"the register needs a {kind.title()!r} sheet{hint}; sheets: "
+        + ", ".join(t for t, _ in sheets),
+        where=Where(path.name),
+        code="register_sheets",
+    )
+
+
+def _read_sheet(
+    path: Path, title: str, kind: str, reg: Register, required: Sequence[str] | None = None
+) -> _Sheet:
+    expected = {n.casefold() for names in _COLUMNS[kind].values() for n in names}
+    table = read_xlsx(path, sheet=title, expected=expected)
+    reg.notes.append(table.describe())
+    if kind == "properties":
+        # the building columns on a Properties sheet are optional unless it stands in for them
+        required = _REQUIRED["properties"]
+    return _Sheet(table, kind, required)
 
 
 def _rows(sheet: _Sheet) -> Any:
@@ -270,15 +338,27 @@ def _choice(values: Mapping[str, object], fld: str, options: Sequence[str]) -> s
     return folded
 
 
+def _use_type(values: Mapping[str, object], fld: str) -> str:
+    """One of the service's use types; Portfolio Manager's property type names ("K-12 School",
+    "Multifamily Housing") are translated by a fixed table (pm_types.py), never guessed."""
+    try:
+        return _choice(values, fld, USE_TYPES)
+    except _Bad:
+        known = pm_use_type(_text(values, fld, True) or "")
+        if known is None:
+            raise
+        return known
+
+
+def _in_sqft(h: Header) -> bool:
+    text = h.text.casefold()
+    return "ft" in text or "sf" in text.split()
+
+
 def _area_m2(sheet: _Sheet, values: Mapping[str, object]) -> float:
     area = _number(values, "gfa", True, 0, 1e9)
     assert area is not None
-    h = sheet.cols["gfa"]
-    if (
-        "ft" in h.text.casefold()
-        or "sq ft" in h.text.casefold()
-        or "sf" in h.text.casefold().split()
-    ):
+    if _in_sqft(sheet.cols["gfa"]):
         area = area / SQFT_PER_M2
     area = round(area, 2)
     if not 0 < area <= 1e8:
@@ -301,6 +381,7 @@ def _properties(sheet: _Sheet, reg: Register) -> dict[str, RegisterItem]:
                     ref,
                 )
             country = (_text(v, "country", True) or "").upper()
+            country = _COUNTRY_NAMES.get(country, country)
             if country not in COUNTRY_CODES:
                 hint = " (use GB for the United Kingdom)" if country == "UK" else ""
                 raise _Bad(
@@ -320,7 +401,7 @@ def _properties(sheet: _Sheet, reg: Register) -> dict[str, RegisterItem]:
             payload = {
                 "name": _text(v, "name", True),
                 "address": address,
-                "type": _choice(v, "type", USE_TYPES),
+                "type": _use_type(v, "type"),
                 "internal_ref": ref,
             }
         except _Bad as err:
@@ -346,7 +427,7 @@ def _buildings(
                 raise _Bad("name", f"building {name!r} appears twice in property {ref!r}", name)
             payload: dict[str, Any] = {
                 "name": name,
-                "primary_use_type": _choice(v, "primary_use_type", USE_TYPES),
+                "primary_use_type": _use_type(v, "primary_use_type"),
                 "gfa_m2": _area_m2(sheet, v),
                 "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
                 "floors": _number(v, "floors", True, 1, 500, integer=True),
@@ -361,6 +442,44 @@ def _buildings(
             reg.problems.append(_problem(sheet, row, err))
             continue
         out[key] = RegisterItem("building", (ref, name), payload, sheet.table.where(row.number))
+    reg.buildings = list(out.values())
+    return out
+
+
+def _buildings_from_pm_properties(
+    sheet: _Sheet, reg: Register, properties: Mapping[str, RegisterItem]
+) -> dict[tuple[str, str], RegisterItem]:
+    """One building per Portfolio Manager property (the export has no Buildings sheet)."""
+    out: dict[tuple[str, str], RegisterItem] = {}
+    for row, v in _rows(sheet):
+        ref = _text(v, "ref", False) or ""
+        prop = properties.get(ref)
+        if prop is None or prop.where.row != row.number:
+            continue  # the property row itself was refused (or is a duplicate): already reported
+        try:
+            if "floors" not in sheet.cols:
+                raise _Bad(
+                    "gfa",
+                    "the service needs each building's number of floors, which Portfolio "
+                    "Manager does not export: add a 'Floors' column to this sheet",
+                )
+            name = prop.payload["name"]
+            payload: dict[str, Any] = {
+                "name": name,
+                "primary_use_type": prop.payload["type"],
+                "gfa_m2": _area_m2(sheet, v),
+                "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
+                "floors": _number(v, "floors", True, 1, 500, integer=True),
+            }
+            occupancy = _number(v, "occupancy_pct", False, 0, 100)
+            if occupancy is not None:
+                payload["occupancy_pct"] = occupancy
+        except _Bad as err:
+            reg.problems.append(_problem(sheet, row, err))
+            continue
+        out[(ref, name.casefold())] = RegisterItem(
+            "building", (ref, name), payload, sheet.table.where(row.number)
+        )
     reg.buildings = list(out.values())
     return out
 
@@ -413,13 +532,28 @@ def _check_use_type_sum(b: RegisterItem, reg: Register) -> None:
 
 
 def _meters(
-    sheet: _Sheet, reg: Register, buildings: Mapping[tuple[str, str], RegisterItem]
+    sheet: _Sheet,
+    reg: Register,
+    buildings: Mapping[tuple[str, str], RegisterItem],
+    *,
+    pm_export: bool = False,
 ) -> None:
     seen: dict[tuple[str, str, str], RegisterItem] = {}
+    by_property = {key[0]: b.key[1] for key, b in buildings.items()}
     for row, v in _rows(sheet):
         try:
             ref = _text(v, "ref", True) or ""
-            building = _text(v, "building", True) or ""
+            if pm_export:
+                if ref not in by_property:
+                    raise _Bad(
+                        "ref",
+                        f"no property with Portfolio Manager Property ID {ref!r} on the "
+                        "Properties sheet (or its row was refused)",
+                        ref,
+                    )
+                building = by_property[ref]
+            else:
+                building = _text(v, "building", True) or ""
             if (ref, building.casefold()) not in buildings:
                 raise _Bad(
                     "building",
@@ -431,7 +565,7 @@ def _meters(
             taken = {(k[0], k[1].casefold(), k[2].casefold()) for k in seen}
             if (ref, building.casefold(), name.casefold()) in taken and pm_ref:
                 # PM allows two meters of one name in a property; its meter id tells them apart.
-                reg.notes.append(
+                reg.rules.append(
                     f"two meters named {name!r} in {building!r}: the second is named "
                     f"{name + f' (PM {pm_ref})'!r} after its Portfolio Manager meter id"
                 )

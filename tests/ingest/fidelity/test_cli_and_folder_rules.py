@@ -112,3 +112,48 @@ def test_suggest_never_maps_a_register_read_as_meter_or_usage():
     assert s.matched["consumption"] == "Usage (kgal)"
     s = suggest_template(["Meter Read", "Previous Reading", "Read Date", "Days"])
     assert "meter" not in s.matched and "consumption" not in s.matched
+
+
+def test_register_import_of_a_raw_pm_export_is_idempotent(env, tmp_path):
+    """PM's own Properties + Meters export (see test_register_pm.py) through `register import`:
+    the dry run states the one-building-per-property rule, the import creates exactly what the
+    export holds, and a second run changes nothing."""
+    from tests.ingest.conftest import write_xlsx
+    from tests.ingest.fidelity.test_register_pm import PM_METERS, PM_PROPERTIES
+
+    good = list(PM_PROPERTIES)  # the third property's type becomes one PM has
+    good[4] = [*good[4][:7], "Refrigerated Warehouse", *good[4][8:]]
+    path = write_xlsx(tmp_path / "pm_export.xlsx", {"Properties": good, "Meters": PM_METERS[:4]})
+    dry = invoke("register", "import", str(path), "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "one building named after the property" in dry.stdout
+    assert "buildings: 3 would be created" in dry.stdout
+    first = invoke("--json", "register", "import", str(path))
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.stdout)
+    assert out["created"] == {"property": 3, "building": 3, "meter": 3}
+    assert out["rules"] and "PM 9000002" in " ".join(out["rules"])
+    again = json.loads(invoke("--json", "register", "import", str(path)).stdout)
+    assert again["created"] == {"property": 0, "building": 0, "meter": 0}
+    assert again["updated"] == {"property": 0, "building": 0, "meter": 0}
+    with env.client(env.test_key) as api:
+        props = {p["internal_ref"]: p for p in api.get("/v1/properties").json()["data"]}
+        tower = props["2451881"]
+        [building] = api.get(f"/v1/properties/{tower['id']}/buildings").json()["data"]
+        assert (building["name"], building["gfa_m2"], building["floors"]) == (
+            "Midtown Tower",
+            10000.0,
+            102,
+        )
+        meters = api.get(f"/v1/buildings/{building['id']}/meters").json()["data"]
+        assert sorted(m["name"] for m in meters) == ["Main Electric", "Main Electric (PM 9000002)"]
+    # the PM meter id now finds its meter in an import
+    bills = tmp_path / "bills.csv"
+    bills.write_text(
+        "Meter Number,Service Start,Service End,Usage,Usage Unit\n"
+        "9000002,2024-01-01,2024-01-31,1234.5,kWh\n",
+        "utf-8",
+    )
+    done = invoke("--json", "import", str(bills))
+    assert done.exit_code == 0, done.output
+    assert stored(env, "Main Electric (PM 9000002)") == [("2024-01-01", "2024-01-31", 1234.5)]
