@@ -50,6 +50,28 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
+AllowPrivateWebhooks = Annotated[
+    bool,
+    typer.Option(
+        "--allow-private-webhooks",
+        help="Let webhooks go to loopback, private and link-local addresses (local testing "
+        "only; also BPSERVICE_ALLOW_PRIVATE_WEBHOOKS=1)",
+    ),
+]
+
+
+def _allow_private(flag: bool) -> bool:
+    if flag or os.environ.get("BPSERVICE_ALLOW_PRIVATE_WEBHOOKS", "") in {"1", "true", "yes"}:
+        typer.secho(
+            "Webhooks may go to private and loopback addresses (--allow-private-webhooks): "
+            "for local testing only.",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        return True
+    return False
+
+
 def _secrets_key() -> str | None:
     """BPSERVICE_SECRETS_KEY from the environment only (a command-line flag would show in `ps`)."""
     from bpservice.secretbox import parse_keys
@@ -102,6 +124,7 @@ def serve(
             "https://bp.example.com; default: the address this server listens on"
         ),
     ] = None,
+    allow_private_webhooks: AllowPrivateWebhooks = False,
     trusted_proxies: Annotated[
         str | None,
         typer.Option(
@@ -130,6 +153,7 @@ def serve(
         run_workers=not no_workers,
         public_base_url=public_url,
         secrets_key=_secrets_key(),
+        allow_private_webhooks=_allow_private(allow_private_webhooks),
     )
     if fault_settings.enabled:
         typer.secho(
@@ -164,13 +188,17 @@ def serve(
 def worker(
     db: DbOption = "bpservice.db",
     poll: Annotated[float, typer.Option(help="Seconds between queue polls when idle")] = 0.2,
+    allow_private_webhooks: AllowPrivateWebhooks = False,
 ) -> None:
     """Deliver webhooks and generate reports, without serving the API. Run one or more next to
     `serve --no-workers` instances; claims are row-locked, so workers never share a job."""
     from bpservice.workers import runner
 
     settings = Settings(
-        database_url=database_url(db), webhook_poll_seconds=poll, secrets_key=_secrets_key()
+        database_url=database_url(db),
+        webhook_poll_seconds=poll,
+        secrets_key=_secrets_key(),
+        allow_private_webhooks=_allow_private(allow_private_webhooks),
     )
     try:
         runner.run_forever(settings)

@@ -62,5 +62,10 @@ class Settings:
     # Fernet key(s) sealing webhook secrets at rest (comma-separated: the first seals, all open);
     # None = one key kept in the database (see bpservice.secretbox for what that does not cover).
     secrets_key: str | None = None
+    # Let webhooks go to loopback/private/link-local addresses (local testing only; off by
+    # default: a tenant's URL must not reach this server's own network, decisions S3).
+    allow_private_webhooks: bool = False
+    # host, port -> addresses for webhook connections; None = the system resolver (tests inject).
+    webhook_resolver: Callable[[str, int], list[str]] | None = None
     # Fault injection for resilience tests (`bpservice serve --faults`); off by default.
     faults: FaultSettings = field(default_factory=FaultSettings)

@@ -266,7 +266,7 @@ def test_an_attempt_has_a_total_deadline(service: Service) -> None:
     import time
 
     url, stop = _dripping_server()
-    deps = webhooks.DeliveryDeps(db=service.app.state.db, timeout=1.0)
+    deps = webhooks.DeliveryDeps(db=service.app.state.db, timeout=1.0, allow_private=True)
     job = webhooks._Job("dlv_x", url, "whsec_x", "evt_x", b"{}", "token")
     started = time.monotonic()
     with webhooks.http_client(deps) as client:

@@ -109,8 +109,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
                 [*BPSERVICE, *args], env=env, stdout=out, stderr=subprocess.STDOUT
             )
 
-    procs = [start(["serve", "--no-workers", "--port", str(p)], f"serve{p}.log") for p in ports]
-    procs += [start(["worker", "--poll", "0.05"], f"worker{i}.log") for i in range(2)]
+    procs = [
+        start(
+            ["serve", "--no-workers", "--allow-private-webhooks", "--port", str(p)],
+            f"serve{p}.log",
+        )
+        for p in ports
+    ]
+    procs += [
+        start(["worker", "--poll", "0.05", "--allow-private-webhooks"], f"worker{i}.log")
+        for i in range(2)
+    ]
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     try:
         deadline = time.monotonic() + 30

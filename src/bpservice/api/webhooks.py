@@ -26,6 +26,7 @@ from bpservice.db.webhook_models import WebhookAttempt, WebhookDelivery, Webhook
 from bpservice.domain.vocab import EVENT_TYPES
 from bpservice.errors import APIError, not_found, validation_error
 from bpservice.ids import new_id
+from bpservice.netguard import DestinationRefused, check_webhook_url
 from bpservice.workers.webhooks import current_seq
 
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
@@ -231,11 +232,15 @@ def _load(session: Session, principal: Principal, webhook_id: str) -> WebhookSub
     return sub
 
 
-def _check_url_for_environment(url: str, environment: str) -> None:
+def _check_url(url: str, environment: str, request: HTTPRequest) -> None:
     if environment == "live" and urlsplit(url).scheme != "https":
         raise validation_error(
             "Production webhooks must use an https URL.", "url", "https_required"
         )
+    try:
+        check_webhook_url(url, allow_private=request.app.state.settings.allow_private_webhooks)
+    except DestinationRefused as exc:
+        raise validation_error(f"{exc}.", "url", "destination_not_allowed") from None
 
 
 def _attempts_of(session: Session, delivery_ids: list[str]) -> dict[str, list[WebhookAttempt]]:
@@ -265,7 +270,7 @@ def _attempts_of(session: Session, delivery_ids: list[str]) -> dict[str, list[We
 def create_webhook(
     body: WebhookCreate, principal: Write, session: WriteSession, clock: Clock, request: HTTPRequest
 ) -> dict:
-    _check_url_for_environment(body.url, principal.environment)
+    _check_url(body.url, principal.environment, request)
     now = clock()
     generated = None if body.secret is not None else "whk_sec_" + secrets.token_urlsafe(32)
     sub = WebhookSubscription(
@@ -332,7 +337,7 @@ def update_webhook(
 ) -> dict:
     sub = _load(session, principal, webhook_id)
     if body.url is not None:
-        _check_url_for_environment(body.url, principal.environment)
+        _check_url(body.url, principal.environment, request)
     changed = False
     box = request.app.state.secret_box
     for name in ("url", "events", "description"):

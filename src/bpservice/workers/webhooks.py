@@ -45,6 +45,7 @@ from bpservice.db.webhook_models import (
 )
 from bpservice.events import event_body
 from bpservice.ids import new_id
+from bpservice.netguard import DestinationRefused, Resolver, delivery_transport, system_resolver
 from bpservice.secretbox import SecretBox, secret_box
 
 log = logging.getLogger("bpservice.webhooks")
@@ -170,6 +171,9 @@ class DeliveryDeps:
     clock: Callable[[], dt.datetime] | None = None
     # Settings.secrets_key: opens the sealed subscription secrets just before signing.
     secrets_key: str | None = None
+    # Settings.allow_private_webhooks / webhook_resolver (bpservice.netguard).
+    allow_private: bool = False
+    resolver: Resolver | None = None
 
     def secret_box(self, now: dt.datetime) -> SecretBox:
         return secret_box(self.db, self.secrets_key, now)
@@ -185,6 +189,8 @@ def deps_of(app_or_deps: FastAPI | DeliveryDeps) -> DeliveryDeps:
         transport=getattr(state, "webhook_transport", None),
         clock=state.settings.clock,
         secrets_key=state.settings.secrets_key,
+        allow_private=state.settings.allow_private_webhooks,
+        resolver=state.settings.webhook_resolver,
     )
 
 
@@ -424,7 +430,7 @@ def _send(
         return Outcome(
             job.delivery_id,
             status,
-            received.decode("utf-8", errors="replace"),
+            response_excerpt(received),
             latency,
             None if ok else "non_2xx",
             claim_token=job.claim_token,
@@ -433,11 +439,14 @@ def _send(
     except Exception as exc:  # every failure becomes a recorded attempt, never a crash
         latency = round((time.perf_counter() - started) * 1000)
         reason = "timeout" if deadline.expired else classify_error(exc)
-        message = (
-            f"No complete answer within the {timeout:g} s deadline."
-            if deadline.expired
-            else f"{type(exc).__name__}: {exc}"[:300]
-        )
+        if isinstance(exc, DestinationRefused):
+            message = str(exc)  # says what was refused; nothing learnt from the network
+        elif deadline.expired:
+            message = f"No complete answer within the {timeout:g} s deadline."
+        else:
+            # Fixed sentences: the exception's own text (resolver errors, errno strings, the
+            # address tried) would tell a tenant about the network the service sits in.
+            message = ERROR_MESSAGES[reason]
         return Outcome(
             job.delivery_id,
             None,
@@ -450,14 +459,38 @@ def _send(
         )
 
 
+ERROR_MESSAGES = {
+    "timeout": "The receiver did not answer in time.",
+    "connection_refused": "The receiver refused the connection.",
+    "connection_error": "Could not connect to the receiver.",
+}
+
+
+def response_excerpt(received: bytes) -> str:
+    """What the history keeps of a reply: its first RESPONSE_BODY_LIMIT bytes as text, control
+    characters (other than tab and line breaks) replaced, so a reply cannot smuggle terminal
+    escapes or NULs into a tenant's tools."""
+    text = received[:RESPONSE_BODY_LIMIT].decode("utf-8", errors="replace")
+    return "".join(
+        c if c in "\t\n\r" or (c.isprintable() and c not in "\u2028\u2029") else "\ufffd"
+        for c in text
+    )
+
+
 def http_client(deps: DeliveryDeps) -> httpx.Client:
     """One client for many attempts. No kept-alive connections: every attempt opens its own, so
-    the deadline knows its socket (and receivers are many and different anyway)."""
+    the deadline knows its socket (and receivers are many and different anyway). Connections go
+    only to public addresses unless the server allows private ones (bpservice.netguard); proxy
+    variables are ignored, since a proxy would connect on the service's behalf unchecked."""
+    transport = deps.transport or delivery_transport(
+        allow_private=deps.allow_private, resolver=deps.resolver or system_resolver
+    )
     return httpx.Client(
-        transport=deps.transport,
+        transport=transport,
         timeout=httpx.Timeout(deps.timeout),
         follow_redirects=False,
         limits=httpx.Limits(max_keepalive_connections=0),
+        trust_env=False,
     )
 
 
