@@ -61,14 +61,44 @@ def _active_owner_count(session: Session, org_id: str) -> int:
     )
 
 
+def _own_access(principal: Principal, acting: User) -> frozenset[str] | None:
+    """The caller's property access (None = all). An OAuth token carries its user's; an API key
+    acts for the whole organisation (D38)."""
+    return principal.property_access
+
+
+def _wider(theirs: list[str] | None, mine: frozenset[str] | None) -> bool:
+    if mine is None:
+        return False
+    return theirs is None or not set(theirs) <= mine
+
+
+def _check_may_change(principal: Principal, acting: User, user: User) -> None:
+    """Privilege edges (docs/decisions.md S5): only owners change, deactivate or reactivate
+    owners; nobody changes a user whose property access is wider than their own. A user's own
+    record is theirs to change within the other rules."""
+    if user.role == "owner" and acting.role != "owner":
+        raise APIError(
+            403, "owner_required", "Only an owner can change, deactivate or reactivate an owner."
+        )
+    if user.id != acting.id and _wider(user.property_access, _own_access(principal, acting)):
+        raise APIError(
+            403,
+            "forbidden",
+            "You cannot change a user whose property access is wider than your own.",
+        )
+
+
 def _property_access(
-    session: Session, principal: Principal, access: str | list[str]
+    session: Session,
+    principal: Principal,
+    access: str | list[str],
+    limited: frozenset[str] | None = None,
 ) -> list[str] | None:
     """None for "all"; otherwise the listed ids, each a property of the caller's environment.
 
-    A caller who is limited to some properties cannot grant more than they have: "all" or an id
-    outside their own access answers 403 (docs/decisions.md D38)."""
-    limited = principal.property_access
+    A caller who is limited to some properties (`limited`) cannot grant more than they have:
+    "all" or an id outside their own access answers 403 (docs/decisions.md D38)."""
     if access == "all":
         if limited is not None:
             raise APIError(
@@ -164,7 +194,9 @@ def invite_user(body: UserInvite, principal: Write, session: WriteSession, clock
         name=body.name,
         role=body.role,
         status="invited",
-        property_access=_property_access(session, principal, body.property_access),
+        property_access=_property_access(
+            session, principal, body.property_access, _own_access(principal, acting)
+        ),
         mfa_enabled=False,
         invite_expires_at=now + INVITE_LIFETIME,
         created_at=now,
@@ -185,6 +217,7 @@ def update_user(
 ) -> dict:
     user = _load_user(session, principal, user_id)
     acting = _acting_user(session, principal)
+    _check_may_change(principal, acting, user)
     if body.role is not None and body.role != user.role:
         if acting.role != "owner":
             raise APIError(
@@ -203,7 +236,10 @@ def update_user(
             )
         user.role = body.role
     if body.property_access is not None:
-        user.property_access = _property_access(session, principal, body.property_access)
+        # An owner can always restore their own access, even from a token an admin narrowed.
+        restoring_self = user.id == acting.id and acting.role == "owner"
+        limit = None if restoring_self else _own_access(principal, acting)
+        user.property_access = _property_access(session, principal, body.property_access, limit)
     user.updated_at = clock()
     return {"data": user_detail(user)}
 
@@ -218,8 +254,7 @@ def deactivate_user(user_id: str, principal: Write, session: WriteSession, clock
     if user.status == "deactivated":
         raise APIError(409, "invalid_state", "The user is already deactivated.")
     acting = _acting_user(session, principal)
-    if user.role == "owner" and acting.role != "owner":
-        raise APIError(403, "owner_required", "Only an owner can deactivate an owner.")
+    _check_may_change(principal, acting, user)
     if (
         user.role == "owner"
         and user.status == "active"
@@ -246,6 +281,7 @@ def reactivate_user(user_id: str, principal: Write, session: WriteSession, clock
     user = _load_user(session, principal, user_id)
     if user.status != "deactivated":
         raise APIError(409, "invalid_state", f"The user is {user.status}, not deactivated.")
+    _check_may_change(principal, _acting_user(session, principal), user)
     now = clock()
     if user.activated_at is not None:
         user.status = "active"
