@@ -99,6 +99,7 @@ class EXIT(IntEnum):
     CONFIG = 12  # configuration or secret store problem (no keyring)
     PARTIAL = 13  # a batch was only partly accepted
     REPORT_FAILED = 14  # report generation failed or did not finish in time
+    BUSY = 15  # another import or watcher of this service and credential is running: try later
 
 
 def exit_code(exc: BaseException) -> EXIT:

@@ -16,7 +16,6 @@ secret or a signature."""
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -28,6 +27,7 @@ __all__ = [
     "DEFAULT_TOLERANCE_SECONDS",
     "WebhookVerificationError",
     "sign",
+    "standard_webhooks_secret",
     "verify",
     "verify_request",
     "verify_standard",
@@ -41,14 +41,17 @@ class WebhookVerificationError(Exception):
 
 
 def _key(secret: str) -> bytes:
-    """The HMAC key. The service keys with the secret's UTF-8 bytes; a Standard Webhooks style
-    `whsec_<base64>` secret is decoded first, so both spellings of one key work."""
-    if secret.startswith("whsec_"):
-        try:
-            return base64.b64decode(secret.removeprefix("whsec_"), validate=True)
-        except (binascii.Error, ValueError):
-            pass
+    """The HMAC key: the subscription secret's UTF-8 bytes, exactly as the service signs (spec:
+    "keyed with the subscription's secret"; decisions WH10, T4). A secret that happens to start
+    with `whsec_` is still a plain secret, never base64-decoded: the service cannot know which
+    spelling was meant, so sender and receiver agree on one rule."""
     return secret.encode()
+
+
+def standard_webhooks_secret(secret: str) -> str:
+    """The same key in the Standard Webhooks libraries' spelling (`whsec_` + base64 of the
+    secret's bytes), for receivers that verify with those libraries instead of this module."""
+    return "whsec_" + base64.b64encode(secret.encode()).decode()
 
 
 def sign(body: bytes, secret: str) -> str:

@@ -5,6 +5,7 @@ replayed timestamps and forged ids."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import threading
@@ -19,6 +20,7 @@ from bpservice.workers.webhooks import deliver_due
 from bpsync.webhooks import (
     WebhookVerificationError,
     sign,
+    standard_webhooks_secret,
     verify,
     verify_request,
     verify_standard,
@@ -204,10 +206,11 @@ def test_verify_standard_window_and_rotation() -> None:
     old = standard_headers(BODY, "old-secret-0123456789", 1_000_000)["webhook-signature"]
     rotated = {**headers, "webhook-signature": f"{old} {headers['webhook-signature']}"}
     assert verify_standard(BODY, rotated, SECRET, now=1_000_000)
-    # The same key as a Standard Webhooks library spells it.
-    whsec = "whsec_" + base64.b64encode(SECRET.encode()).decode()
-    assert verify_standard(BODY, headers, whsec, now=1_000_000)
-    assert verify(BODY, headers["X-SVC-Signature"], whsec)
+    # A secret is always its own bytes: the library spelling of the key is a different secret
+    # here (the service signs with raw bytes, so decoding it would verify nothing it sent).
+    whsec = standard_webhooks_secret(SECRET)
+    assert not verify_standard(BODY, headers, whsec, now=1_000_000)
+    assert not verify(BODY, headers["X-SVC-Signature"], whsec)
     for missing in ("webhook-id", "webhook-timestamp", "webhook-signature"):
         partial = {k: v for k, v in headers.items() if k != missing}
         assert not verify_standard(BODY, partial, SECRET, now=1_000_000)
@@ -227,3 +230,46 @@ def test_verify_request_messages() -> None:
     junk = b"not json"
     with pytest.raises(WebhookVerificationError, match="not JSON"):
         verify_request(junk, standard_headers(junk, SECRET, 5000), SECRET, now=5000)
+
+
+# --- agreement with the reference Standard Webhooks implementation (issue 14 item 12) -----------
+
+
+def test_a_secret_that_looks_like_whsec_verifies(service: Service) -> None:
+    """The bug: a subscription whose secret is spelled like `whsec_<base64>` never verified,
+    because the receiver decoded it while the service signs with its raw bytes."""
+    secret = "whsec_" + base64.b64encode(b"looks like a library key").decode()
+    with service.client() as api:
+        r = api.post(
+            "/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/h", "events": ["*"], "secret": secret},
+        )
+        assert r.status_code == 201, r.text
+    from bpservice.workers.webhooks import delivery_headers
+
+    body = b'{"id": "evt_1", "type": "x", "created_at": "2026-01-01T00:00:00Z", "data": {}}'
+    when = dt.datetime.fromtimestamp(1_000_000, dt.UTC)
+    headers = delivery_headers(secret, "evt_1", body, when)
+    assert verify_request(body, headers, secret, now=1_000_000)["id"] == "evt_1"
+
+
+def test_service_signatures_verify_with_the_standardwebhooks_package() -> None:
+    from standardwebhooks import Webhook
+
+    from bpservice.workers.webhooks import delivery_headers
+
+    body = b'{"id": "evt_42", "type": "meter.reading.created", "data": {"n": 1}}'
+    when = dt.datetime.now(dt.UTC)
+    for secret in (SECRET, "whsec_" + base64.b64encode(b"k" * 24).decode(), "ünïcode-sécret"):
+        headers = delivery_headers(secret, "evt_42", body, when)
+        # theirs accepts what the service sends, given the key in their spelling
+        assert Webhook(standard_webhooks_secret(secret)).verify(body, headers) == {
+            "id": "evt_42",
+            "type": "meter.reading.created",
+            "data": {"n": 1},
+        }
+        # and ours accepts what theirs signs
+        theirs = Webhook(standard_webhooks_secret(secret)).sign("evt_42", when, body.decode())
+        mine = {**headers, "webhook-signature": theirs}
+        assert verify_standard(body, mine, secret, now=when.timestamp())
+        assert theirs == headers["webhook-signature"]

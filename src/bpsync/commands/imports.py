@@ -46,7 +46,9 @@ def _note(state: Any) -> Any:
 
 
 def _ingest_fail(exc: IngestError, state: Any) -> None:
-    cli.fail(str(exc), cli.EXIT.INVALID, None, state.json)
+    # "busy" is not the file's fault: a scheduler retries 15, while 6 means fix the input
+    code = cli.EXIT.BUSY if exc.code == "import_busy" else cli.EXIT.INVALID
+    cli.fail(str(exc), code, None, state.json)
 
 
 def show_summary(state: Any, summary: ImportSummary) -> None:

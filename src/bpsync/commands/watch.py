@@ -38,16 +38,20 @@ _PAUSE_EXIT = {
     "service_error": cli.EXIT.SERVER,
     "config": cli.EXIT.CONFIG,
     "local_io": cli.EXIT.ERROR,
-    "busy": cli.EXIT.ERROR,
+    "busy": cli.EXIT.BUSY,
 }
 
 
 def exit_code_of(result: RunResult, once: bool) -> int:
-    """0 when all went well; --once: the pause's code, or 13 when a file went to failed/."""
+    """0 when all went well; --once: the pause's code, 1 when a file could not be handled (a
+    local error such as a full disk: it stays for the next run), or 13 when a file went to
+    failed/. A scheduler sees non-zero whenever any file did not go through."""
     if result.error:
         return int(cli.EXIT.ERROR)
     if result.stopped is not None:
         return int(_PAUSE_EXIT.get(result.stopped.code, cli.EXIT.ERROR))
+    if once and result.errored:
+        return int(cli.EXIT.ERROR)
     if once and result.failed:
         return int(cli.EXIT.PARTIAL)
     return int(cli.EXIT.OK)
@@ -190,7 +194,7 @@ def watch_command(
         with stop_on_signals(watcher.stop):
             result = watcher.run()
     except WatcherBusyError as exc:
-        cli.fail(str(exc), cli.EXIT.CONFLICT)
+        cli.fail(str(exc), cli.EXIT.BUSY)
     except OSError as exc:
         cli.fail(f"cannot watch {folder}: {exc}", cli.EXIT.ERROR)
     raise typer.Exit(exit_code_of(result, once))

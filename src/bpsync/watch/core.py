@@ -148,6 +148,7 @@ class RunResult:
     processed: int = 0
     failed: int = 0
     skipped: int = 0
+    errored: int = 0  # files a local error (disk full, permissions) left for a later run
     stopped: Verdict | None = None  # --once: the pause that ended the run
     error: str | None = None  # the import loop died (a bug): said, never hidden
     interrupted: bool = False  # a stop request cancelled a file in flight
@@ -235,6 +236,7 @@ class Watcher:
         self._observer_retry_at = 0.0
         self._next_rescan = 0.0
         self._folder_error: str | None = None
+        self._links_reported: set[Path] = set()
         self._status_dirty = True
         self._last_status_write = -math.inf
         self._status_error: str | None = None
@@ -350,6 +352,9 @@ class Watcher:
             with self._lock:
                 if path in self._handed:
                     continue
+            if path.is_symlink():
+                self._skip_link(path)
+                continue
             self.tracker.observe(path, files.snapshot(path), now)
         for path, snap in self.tracker.ready(now):
             if self._stop_requests:
@@ -403,7 +408,23 @@ class Watcher:
         if self._folder_error:
             self.log.info("folder_ok", "the watched folder can be read again")
             self._folder_error = None
+        with contextlib.suppress(OSError):
+            for link in files.symlinks(self.config.folder, self.config.ignore):
+                self._skip_link(link)
         return found
+
+    def _skip_link(self, path: Path) -> None:
+        """Say once per link that it is skipped: links are never followed, so a file from
+        outside the folder is never imported, and a link that just sits there is not silent."""
+        if path in self._links_reported:
+            return
+        self._links_reported.add(path)
+        self.log.warning(
+            "skipped_link",
+            f"skipped {path.name}: a symbolic link (links are not followed; copy the file "
+            "into the folder to import it)",
+            file=path.name,
+        )
 
     def _hand(self, job: Job) -> None:
         assert self._loop is not None and self._jobs is not None
@@ -641,6 +662,7 @@ class Watcher:
                 # a local failure while copying or settling. The file stays where it is and is
                 # taken again at the next rescan; an unfinished claim at the next start.
                 reason = exc.verdict.reason if isinstance(exc, _FileFailed) else repr(exc)
+                self.result.errored += 1
                 self.log.error(
                     "error",
                     f"could not handle {job.path.name}: {reason}; it is tried again later",

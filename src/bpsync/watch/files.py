@@ -75,10 +75,14 @@ def move_file(src: Path, dst: Path) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a file we own (receipt, explanation) via a temporary file and a rename."""
+    """Write a file we own (receipt, explanation) via a temporary file and a rename, readable by
+    this user only: explanations and receipts quote what the file held."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
@@ -108,6 +112,16 @@ def scan(folder: Path, ignore: Iterable[str]) -> list[Path]:
                         )
                     )
     return [p for _, _, p in sorted(found)]
+
+
+def symlinks(folder: Path, ignore: Iterable[str]) -> list[Path]:
+    """The symbolic links directly in `folder` (never followed: a link could bring in a file from
+    anywhere the watcher's user can read)."""
+    patterns = tuple(ignore)
+    with os.scandir(folder) as entries:
+        return sorted(
+            Path(e.path) for e in entries if e.is_symlink() and not is_ignored(e.name, patterns)
+        )
 
 
 def remove_tree(path: Path) -> None:

@@ -2,12 +2,15 @@
 (`--log-json`) for journald, Loki, CloudWatch and friends. Thread-safe; lines go to stderr.
 
 Lines carry file names, counts, reasons and paths. Reasons come from the client's exceptions,
-whose messages never contain a credential (client/errors.py)."""
+whose messages never contain a credential (client/errors.py). A file name is chosen by whoever
+drops the file, so control characters are escaped in every line (`escape_controls`): a name with
+a newline cannot forge a second log line, nor an ESC sequence repaint a terminal."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -15,6 +18,23 @@ from typing import Any, Literal, TextIO
 
 Level = Literal["debug", "info", "warning", "error"]
 _RANK = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+
+
+# C0 and C1 controls, DEL, the Unicode line/paragraph separators and the bidirectional overrides
+# that can make a name display as something else.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character written as an escape (`\\n`, `\\x1b`, `\\u2028`)."""
+
+    def one(m: re.Match[str]) -> str:
+        c = m.group()
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (
+            f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+        )
+
+    return _CONTROLS.sub(one, text)
 
 
 def _utc_now() -> dt.datetime:
@@ -50,11 +70,14 @@ class WatchLog:
                 "message": message,
                 **{k: _plain(v) for k, v in fields.items() if v is not None},
             }
-            line = json.dumps(record, ensure_ascii=False)
+            # json escapes C0 controls; the rest (C1, U+2028, bidi) are escaped here too
+            line = _CONTROLS.sub(
+                lambda m: f"\\u{ord(m.group()):04x}", json.dumps(record, ensure_ascii=False)
+            )
         else:
             stamp = when.astimezone().strftime("%Y-%m-%d %H:%M:%S")
             label = "" if level == "info" else f"{level.upper()} "
-            line = f"{stamp} {label}{message}"
+            line = f"{stamp} {label}{escape_controls(message)}"
         stream = self.stream or sys.stderr
         with self._lock:
             stream.write(line + "\n")

@@ -19,6 +19,7 @@ from bpsync.client import errors as E
 from bpsync.config import ConfigError
 from bpsync.ingest.problems import IngestError
 from bpsync.ingest.results import reject_report_path
+from bpsync.watch.log import escape_controls
 
 # Office lock files (`~$book.xlsx`), LibreOffice locks (`.~lock.book.xlsx#`), partial downloads
 # and temporary files, dotfiles (rsync's and editors' temporary names), and the two files Windows
@@ -317,10 +318,17 @@ def make_receipt(r: ReceiptInput) -> dict[str, Any]:
     }
 
 
+EXPLANATION_REASON_CHARS = 1000
+
+
 def explanation_text(
     *, file: str, sha256: str, when: dt.datetime, profile: str, reason: str, code: str
 ) -> str:
-    """The human explanation written beside a file that could not be imported at all."""
+    """The human explanation written beside a file that could not be imported at all. The reason
+    may quote the file's cells, so it is capped and its control characters escaped."""
+    if len(reason) > EXPLANATION_REASON_CHARS:
+        reason = reason[:EXPLANATION_REASON_CHARS] + " … (shortened)"
+    reason, file = escape_controls(reason), escape_controls(file)
     hint = (
         "Save a template for its columns (`bpsync templates suggest FILE --save NAME`) and start "
         "the watcher with --template NAME, or export the file in a layout a template knows"

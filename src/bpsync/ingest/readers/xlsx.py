@@ -22,6 +22,7 @@ from bpsync.ingest.readers.base import (
     header_score,
     make_headers,
 )
+from bpsync.ingest.readers.guard import RowCap, check_workbook
 from bpsync.ingest.values import is_blank
 
 # Stop a sheet after this many consecutive blank rows: data never resumes after a gap this long,
@@ -32,6 +33,7 @@ BLANK_RUN_LIMIT = 1000
 def _open(path: Path, name: str) -> Any:
     import openpyxl
 
+    check_workbook(path, name)  # sizes and ratios first: a zip bomb never reaches the parser
     try:
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
@@ -45,7 +47,7 @@ _DAMAGE = (ParseError, zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSErr
 def _sheet_rows(ws: Any, name: str) -> Iterator[tuple[int, tuple[object, ...]]]:
     """(row number, values) with trailing empty cells trimmed; stops in a long blank run."""
     try:
-        yield from _trimmed_rows(ws)
+        yield from _trimmed_rows(ws, RowCap(name, ws.title))
     except _DAMAGE as exc:
         raise IngestError(
             f"sheet {ws.title!r} could not be read: the workbook is damaged ({exc})",
@@ -54,11 +56,12 @@ def _sheet_rows(ws: Any, name: str) -> Iterator[tuple[int, tuple[object, ...]]]:
         ) from None
 
 
-def _trimmed_rows(ws: Any) -> Iterator[tuple[int, tuple[object, ...]]]:
+def _trimmed_rows(ws: Any, cap: RowCap) -> Iterator[tuple[int, tuple[object, ...]]]:
     ws.reset_dimensions()  # exporters often write a wrong <dimension>; read what is there
     blank_run = 0
     for number, values in enumerate(ws.iter_rows(values_only=True), start=1):
         values = tuple(values)
+        cap.count(number, len(values))
         end = len(values)
         while end and is_blank(values[end - 1]):
             end -= 1
