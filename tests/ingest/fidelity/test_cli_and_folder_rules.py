@@ -157,3 +157,27 @@ def test_register_import_of_a_raw_pm_export_is_idempotent(env, tmp_path):
     done = invoke("--json", "import", str(bills))
     assert done.exit_code == 0, done.output
     assert stored(env, "Main Electric (PM 9000002)") == [("2024-01-01", "2024-01-31", 1234.5)]
+
+
+def test_a_second_concurrent_import_exits_busy(env, tmp_path):
+    """Exit 15 (busy), not 6 (invalid input): the file is fine, a scheduler should retry."""
+    import asyncio
+
+    from bpsync.client import AsyncServiceClient
+    from bpsync.ingest.importer import _lock_for, target_of
+
+    async def target() -> str:
+        async with AsyncServiceClient(env.base_url, env.test_key) as client:
+            return target_of(client)
+
+    path = tmp_path / "annex.csv"
+    path.write_text(USAGE, encoding="utf-8")
+    lock = _lock_for(asyncio.run(target()))
+    with lock:  # another import holds the journal
+        busy = invoke("--json", "import", str(path), "--meter", "ELEC-4471-0107")
+    assert busy.exit_code == 15, busy.output
+    assert "another bpsync import" in busy.output
+    reg = invoke("--json", "register", "import", str(SAMPLES / "portfolio_register.xlsx"))
+    assert reg.exit_code == 0
+    done = invoke("--json", "import", str(path), "--meter", "ELEC-4471-0107")
+    assert done.exit_code == 0, done.output
