@@ -539,3 +539,51 @@ async def test_every_section_fits_80x24_with_the_live_badge(service: Service) ->
             for widget in screen.query("Footer, #note, DataTable, DirectoryTree"):
                 assert widget.region.bottom <= 24, widget
         assert not msgs.of(M.ActionFailed)
+
+
+# --- user text is never markup (issue 11) ---------------------------------------------------------
+
+
+def seen(cell: object) -> str:
+    """What a DataTable cell shows: a str cell is read as markup by Textual, Text as it is."""
+    from rich.text import Text as RichText
+
+    return RichText.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+
+
+async def test_names_with_brackets_are_shown_literally(service: Service) -> None:
+    """Property, building and meter names like "[fixed]" or "[bold]…[/]" (template and
+    keymap words users put in names) must be shown, not eaten as Rich/Textual markup."""
+    odd = "[bold]Annex[/] [fixed] Tower"
+    with service.client() as api:
+        prop = api.post(
+            "/v1/properties",
+            json={
+                "name": odd,
+                "address": {"street": "1 [red]Quay", "city": "Leeds", "country": "GB"},
+                "type": "office",
+            },
+        ).json()["data"]
+    login(service)
+    msgs = Messages()
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=msgs) as pilot:
+        await open_portfolio(pilot, app, 1)
+        table = app.screen.query_one("#properties", DataTable)
+        assert [seen(c) for c in table.get_row_at(0)][0] == odd
+        await pilot.press("enter")
+        await until(pilot, lambda: screen_name(app) == "PropertyScreen")
+        await until(pilot, lambda: "Leeds" in text(app, "#property-fields"))
+        fields = text(app, "#property-fields")
+        assert odd in fields and "1 [red]Quay" in fields
+        assert odd in text(app, "#title")
+        await pilot.press("escape")
+        await until(pilot, lambda: screen_name(app) == "PortfolioScreen")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: msgs.of(M.ArchiveDone))
+        await until(pilot, lambda: any(odd in n.message for n in app._notifications))
+        note = next(n for n in app._notifications if odd in n.message)
+        assert note.markup is False
+    assert prop["name"] == odd

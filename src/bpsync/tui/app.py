@@ -16,6 +16,7 @@ from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 
@@ -77,6 +78,20 @@ class BPSyncApp(App[int]):
     ]
     badge: reactive[tuple[str, str]] = reactive(("NOT SIGNED IN", "-none"))
     where: reactive[str] = reactive("")
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications name properties, files and service messages, so they are always plain
+        text ("[fixed]" in a name is shown, not eaten as markup). Widgets' own `notify` passes
+        markup=True by default, which is why the argument is ignored here."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def __init__(
         self,

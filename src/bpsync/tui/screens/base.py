@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -70,7 +71,7 @@ class AppScreen(Screen[Any]):
     def inline(self, text: str, error: bool = True) -> None:
         """Show a message in the screen's `#note` line, when it has one."""
         for note in self.query("#note").results(Static):
-            note.update(text)
+            note.update(Text(text))  # messages carry names and values: never markup
             note.set_class(error and bool(text), "-error")
 
     def on_action_failed(self, message: ActionFailed) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,6 +26,7 @@ from bpsync.tui.messages import (
     ReadingsPage,
 )
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure
+from bpsync.tui.widgets.plain import PlainTable, plain
 from bpsync.tui.widgets.topbar import TopBar
 
 READING_COLUMNS = ("Start", "End", "Consumption", "Unit", "Cost", "Flags", "Lock")
@@ -40,7 +42,7 @@ def fields_table(rows: Sequence[tuple[str, Any]], columns: int = 2) -> Table:
     for i in range(0, len(rows), columns):
         cells: list[Any] = []
         for label, value in rows[i : i + columns]:
-            cells += [label, value]
+            cells += [label, plain(value)]  # values are names and ids users typed
         table.add_row(*cells)
     return table
 
@@ -60,7 +62,7 @@ class PropertyScreen(AppScreen):
         yield TopBar(f"Property · {self.title_text}")
         yield Static("Loading…", id="property-fields", classes="fields")
         yield Static("Buildings", classes="section-title")
-        yield DataTable(id="buildings", cursor_type="row", zebra_stripes=True)
+        yield PlainTable(id="buildings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
         yield Footer()
 
@@ -164,9 +166,9 @@ class BuildingScreen(AppScreen):
         yield TopBar(f"Building · {self.title_text}")
         yield Static("Loading…", id="building-fields", classes="fields")
         yield Static("", id="use-types")
-        yield DataTable(id="meters", cursor_type="row")
+        yield PlainTable(id="meters", cursor_type="row")
         yield Static("", id="readings-title", classes="section-title")
-        yield DataTable(id="readings", cursor_type="row", zebra_stripes=True)
+        yield PlainTable(id="readings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
         yield Footer()
 
@@ -304,7 +306,10 @@ class BuildingScreen(AppScreen):
         locked = sum(1 for r in self.readings.values() if is_locked(r, self.locked_through))
         lock = f" · {locked} locked" if locked else ""
         self.query_one("#readings-title", Static).update(
-            f"Readings of {name}, newest first: {len(self.readings)} of {self.readings_total}{lock}"
+            Text(
+                f"Readings of {name}, newest first: {len(self.readings)} of "
+                f"{self.readings_total}{lock}"
+            )
         )
 
     def _maybe_more(self) -> None:

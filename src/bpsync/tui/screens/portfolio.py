@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +16,7 @@ from bpsync.client.models import Property
 from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, property_row
 from bpsync.tui.messages import ArchiveDone, PropertiesPage
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen
+from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 
 COLUMNS = ("Name", "Type", "City", "Country", "Bldgs", "GFA m²", "Status")
@@ -60,7 +62,7 @@ class PortfolioScreen(AppScreen):
             )
             yield Input(placeholder="country", id="country", max_length=2, compact=True)
             yield Select(list(SORTS), value="name", allow_blank=False, id="sort", compact=True)
-        yield DataTable(id="properties", cursor_type="row", zebra_stripes=True)
+        yield PlainTable(id="properties", cursor_type="row", zebra_stripes=True)
         yield Static("", id="status", classes="statusline")
         yield Static("", id="note")
         yield Footer()
@@ -178,7 +180,7 @@ class PortfolioScreen(AppScreen):
             text = f"{shown} of {self.total} properties" if self.total_pages is not None else ""
         if self.loading:
             text += " · loading…"
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(Text(text))
 
     # --- loading more as the table scrolls -------------------------------------------------------
 

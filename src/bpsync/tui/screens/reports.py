@@ -26,6 +26,7 @@ from bpsync.tui.messages import (
     ReportUpdated,
 )
 from bpsync.tui.screens.base import AppScreen, failure
+from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 
 COLUMNS = ("Created", "Type", "Fmt", "Status", "Time", "Size")
@@ -96,7 +97,7 @@ class ReportsScreen(AppScreen):
                 yield Label("Save to", classes="form-label")
                 yield Input(id="r-folder", compact=True)
                 yield Button("Generate", id="r-generate", variant="primary", compact=True)
-        yield DataTable(id="reports", cursor_type="row", zebra_stripes=True)
+        yield PlainTable(id="reports", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="download-row"):
             yield Static("", id="report-detail")
             yield ProgressBar(id="download", show_eta=False)

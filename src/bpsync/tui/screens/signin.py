@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -139,7 +140,9 @@ class SignInScreen(AppScreen):
         method = "OAuth user" if profile.auth_method == "oauth" else "API key"
         store = "INSECURE file" if profile.secret_store == "file" else profile.secret_store
         self.query_one("#profile-info", Static).update(
-            f"[b]{profile.name}[/b] · {profile.base_url} · {method} · secrets: {store}"
+            Text.assemble(
+                (profile.name, "bold"), f" · {profile.base_url} · {method} · secrets: {store}"
+            )
         )
         self.query_one("#base-url", Input).value = profile.base_url
         self.query_one("#client-id", Input).value = profile.client_id

@@ -15,6 +15,7 @@ from bpsync.tui.format import DASH, elapsed, moment
 from bpsync.tui.messages import SyncStatusLoaded
 from bpsync.tui.screens.base import AppScreen
 from bpsync.tui.screens.detail import fields_table
+from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 from bpsync.watch.status import StatusFileError, is_stale, read_status, status_path
 
@@ -38,7 +39,7 @@ class SyncStatusScreen(AppScreen):
             yield Static("Reading the status file…", id="watcher")
             yield Static("", id="limits")
         yield Static("Recent files", classes="section-title")
-        yield DataTable(id="ledger", cursor_type="row", zebra_stripes=True)
+        yield PlainTable(id="ledger", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
         yield Footer()
 
@@ -82,8 +83,10 @@ class SyncStatusScreen(AppScreen):
             watcher.update(Text(f"Watcher status unreadable: {message.problem}", style="red"))
         elif status is None:
             watcher.update(
-                f"No watcher has run for profile {name}.\n"
-                f"Start one with `bpsync watch FOLDER`; it reports in\n{status_path(name)}"
+                Text(
+                    f"No watcher has run for profile {name}.\n"
+                    f"Start one with `bpsync watch FOLDER`; it reports in\n{status_path(name)}"
+                )
             )
         else:
             state = (

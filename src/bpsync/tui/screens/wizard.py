@@ -54,6 +54,7 @@ from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
 from bpsync.tui.messages import SubmitProgress, WizardStep
 from bpsync.tui.screens.base import AppScreen
+from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 
 STEPS = ("file", "preview", "mapping", "validate", "plan")
@@ -166,7 +167,7 @@ class ImportWizardScreen(AppScreen):
                     yield Label("Sheet")
                     yield Select([], prompt="sheet", id="sheet", compact=True)
                 yield Static("", id="table-info")
-                yield DataTable(id="preview-table", zebra_stripes=True)
+                yield PlainTable(id="preview-table", zebra_stripes=True)
             with Vertical(id="mapping"):
                 with Horizontal(classes="toolbar"):
                     yield Label("Template")
@@ -174,13 +175,13 @@ class ImportWizardScreen(AppScreen):
                     yield Label("Column")
                     yield Select([], prompt="column for the field", id="column", compact=True)
                 yield Static("", id="mapping-info")
-                yield DataTable(id="mapping-table", cursor_type="row")
+                yield PlainTable(id="mapping-table", cursor_type="row")
                 with Horizontal(classes="toolbar"):
                     yield Input(placeholder="template name", id="template-name", compact=True)
                     yield Button("Save as template", id="save-template", compact=True)
             with Vertical(id="validate"):
                 yield Static("", id="validation-summary")
-                yield DataTable(id="problems", cursor_type="row", zebra_stripes=True)
+                yield PlainTable(id="problems", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="problem-detail")
             with Vertical(id="plan"):
                 yield Static("", id="plan-info")
@@ -303,7 +304,7 @@ class ImportWizardScreen(AppScreen):
             if table.sheet:
                 sheet.value = table.sheet
         sheet.display = bool(opened.sheets)
-        self.query_one("#table-info", Static).update(table.describe())
+        self.query_one("#table-info", Static).update(Text(table.describe()))
         preview = self.query_one("#preview-table", DataTable)
         preview.clear(columns=True)
         preview.add_columns("Row", *(h.text or f"({h.index + 1})" for h in table.headers))
@@ -349,7 +350,7 @@ class ImportWizardScreen(AppScreen):
             info += f" · unit {template.fixed_unit}"
         if missing:
             info += " · still missing: " + "; ".join(missing)
-        self.query_one("#mapping-info", Static).update(info)
+        self.query_one("#mapping-info", Static).update(Text(info))
         self.query_one("#template-name", Input).value = (
             template.name if template.name != "suggested" else ""
         )
@@ -569,7 +570,7 @@ class ImportWizardScreen(AppScreen):
             )
         if summary.rejected:
             lines.append(f"{summary.rejected} row(s) will be rejected (see step 4).")
-        self.query_one("#plan-info", Static).update("\n".join(lines))
+        self.query_one("#plan-info", Static).update(Text("\n".join(lines)))
         self.query_one("#submit", Button).disabled = summary.status != "dry-run" or not (
             summary.pending or summary.rejected
         )
@@ -628,7 +629,7 @@ class ImportWizardScreen(AppScreen):
 
     def _submitted(self, summary: ImportSummary) -> None:
         lines = [
-            f"[b]{summary.status}[/b] · accepted {summary.accepted} · rejected rows "
+            f" · accepted {summary.accepted} · rejected rows "
             f"{summary.rejected} · skipped {summary.skipped} · not sent {summary.pending} · "
             f"{summary.requests} request(s) in {summary.seconds:.1f} s"
         ]
@@ -636,6 +637,8 @@ class ImportWizardScreen(AppScreen):
             lines.append(summary.message)
         if summary.reject_report:
             lines.append(f"Reject report: {summary.reject_report}")
-        self.query_one("#summary", Static).update("\n".join(lines))
+        self.query_one("#summary", Static).update(
+            Text.assemble((summary.status, "bold"), "\n".join(lines))
+        )
         if summary.status == "complete":
             self.notify(f"Imported {summary.accepted} reading(s).")

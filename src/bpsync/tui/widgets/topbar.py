@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -42,7 +43,7 @@ class TopBar(Horizontal):
         self.set_reactive(TopBar.title, title)
 
     def compose(self) -> ComposeResult:
-        yield Static(f"bpsync · {self.title}", id="title")
+        yield Static(Text(f"bpsync · {self.title}"), id="title")
         yield Static("", id="where")
         yield EnvBadge()
 
@@ -51,7 +52,7 @@ class TopBar(Horizontal):
 
     def watch_title(self, title: str) -> None:
         if self.is_mounted:
-            self.query_one("#title", Static).update(f"bpsync · {title}")
+            self.query_one("#title", Static).update(Text(f"bpsync · {title}"))
 
     def _where(self, where: str) -> None:
-        self.query_one("#where", Static).update(where)
+        self.query_one("#where", Static).update(Text(where))
