@@ -587,3 +587,105 @@ async def test_names_with_brackets_are_shown_literally(service: Service) -> None
         note = next(n for n in app._notifications if odd in n.message)
         assert note.markup is False
     assert prop["name"] == odd
+
+
+# --- every key (issue 15 item 1) -------------------------------------------------------------------
+
+
+async def test_ctrl_o_opens_profiles_and_signing_in_again_works(seeded: Seeded) -> None:
+    """Ctrl+O crashed the app (UnknownModeError: '_default'), which under `bpsync demo` took the
+    embedded service down too."""
+    login(seeded.service)
+    msgs = Messages()
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=msgs) as pilot:
+        await open_portfolio(pilot, app)
+        for _ in range(2):  # twice: the profiles mode is made afresh each time
+            await pilot.press("f3")
+            await until(pilot, lambda: screen_name(app) == "PortfolioBenchmarksScreen")
+            await pilot.press("ctrl+o")
+            await until(pilot, lambda: screen_name(app) == "SignInScreen")
+            await pilot.press("ctrl+o")  # pressing it again on the sign-in screen does nothing
+            await pilot.pause()
+            assert screen_name(app) == "SignInScreen"
+            await pilot.press("ctrl+n")  # connect with the stored key
+            await until(pilot, lambda: screen_name(app) == "PortfolioScreen")
+            await open_portfolio(pilot, app)
+        assert app.is_running
+
+
+# Every binding of the app and its screens, where it is pressed below.
+SCREEN_KEYS = {
+    "PortfolioScreen": ["slash", "escape", "f", "escape", "s", "r", "b"],
+    "PropertyScreen": ["r"],
+    "BuildingScreen": ["r", "b"],
+    "BenchmarksScreen": ["p", "r"],
+    "PortfolioBenchmarksScreen": ["r"],
+    "ReportsScreen": ["r", "d", "ctrl+g"],
+    "SyncStatusScreen": ["r"],
+    "ImportWizardScreen": ["ctrl+right", "ctrl+left", "ctrl+s", "ctrl+x"],
+}
+
+
+async def test_every_binding_can_be_pressed_without_a_crash(seeded: Seeded) -> None:
+    """Each documented key, on its screen: the app keeps running and no unexpected error is
+    reported (the specific behaviour of each key has its own test above)."""
+    from bpsync.tui.screens.base import AppScreen  # noqa: F401  (the screens' base)
+
+    login(seeded.service)
+    msgs = Messages()
+    app = make_app()
+    pressed: set[str] = set()
+    async with app.run_test(size=SIZE, message_hook=msgs) as pilot:
+        await open_portfolio(pilot, app)
+
+        async def press_all(name: str) -> None:
+            await until(pilot, lambda: screen_name(app) == name)
+            for key in SCREEN_KEYS[name]:
+                if screen_name(app) != name:
+                    await pilot.press("escape")
+                    await until(pilot, lambda: screen_name(app) == name)
+                await pilot.press(key)
+                await pilot.pause(0.05)
+                assert app.is_running, (name, key)
+                pressed.add(f"{name}:{key}")
+
+        await press_all("PortfolioScreen")  # ends with b: portfolio benchmarks
+        await press_all("PortfolioBenchmarksScreen")
+        await pilot.press("f2")
+        await open_portfolio(pilot, app)
+        await pilot.press("enter")
+        await press_all("PropertyScreen")
+        await until(pilot, lambda: app.screen.query_one("#buildings", DataTable).row_count > 0)
+        app.screen.query_one("#buildings", DataTable).focus()
+        await pilot.press("enter")
+        await press_all("BuildingScreen")  # ends with b: the building's benchmarks
+        await press_all("BenchmarksScreen")
+        await pilot.press("escape")
+        await until(pilot, lambda: screen_name(app) == "BuildingScreen")
+        await pilot.press("g")  # a report for this building
+        await press_all("ReportsScreen")
+        await pilot.press("f5")
+        await press_all("SyncStatusScreen")
+        await pilot.press("f6")
+        await press_all("ImportWizardScreen")
+        await pilot.press("f1")
+        await until(pilot, lambda: screen_name(app) == "HelpScreen")
+        await pilot.press("q")
+        await until(pilot, lambda: screen_name(app) == "ImportWizardScreen")
+        await pilot.press("f2")  # back to the portfolio section, where Reports sits on top
+        await until(pilot, lambda: screen_name(app) == "ReportsScreen")
+        while screen_name(app) != "PortfolioScreen":
+            await pilot.press("escape")
+            await pilot.pause(0.05)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await until(pilot, lambda: screen_name(app) == "PortfolioScreen")
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: screen_name(app) == "SignInScreen")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    unexpected = [m for m in msgs.of(M.ActionFailed) if "Unexpected" in m.action]
+    assert not unexpected, unexpected
+    assert {p.split(":")[0] for p in pressed} == set(SCREEN_KEYS)

@@ -63,6 +63,9 @@ def _section_screen(name: str) -> Screen[Any]:
     return ImportWizardScreen()
 
 
+PROFILES_MODE = "profiles"
+
+
 class BPSyncApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "bpsync"
@@ -161,8 +164,10 @@ class BPSyncApp(App[int]):
         )
 
     async def _reset_sections(self) -> None:
-        if self.current_mode != "_default":
-            await self.switch_mode("_default")
+        # Leave the sections before replacing them (the current mode cannot be removed). The
+        # first sign-in runs in Textual's default mode, a later one in "profiles".
+        if self.current_mode in SECTIONS:
+            await self._open_profiles()
         for name in SECTIONS:
             if name in self._sections:
                 await self.remove_mode(name)
@@ -180,7 +185,23 @@ class BPSyncApp(App[int]):
             self.switch_mode(name)
 
     def action_profiles(self) -> None:
-        self.switch_mode("_default")
+        """Ctrl+O: the sign-in screen, to switch or add a profile. Textual's default mode cannot
+        be switched back to, so this is a mode of its own, made fresh each time."""
+        if self.current_mode in (self.DEFAULT_MODE, PROFILES_MODE):
+            return  # already on a sign-in screen
+        self.run_worker(self._open_profiles(), group="sections", exit_on_error=False)
+
+    async def _open_profiles(self) -> None:
+        from bpsync.tui.screens.signin import SignInScreen
+
+        if self.current_mode == PROFILES_MODE:
+            return
+        if PROFILES_MODE in self._sections:
+            await self.remove_mode(PROFILES_MODE)
+        name = self.connection.name if self.connection else self.profile_name
+        self.add_mode(PROFILES_MODE, lambda: SignInScreen(name, auto_connect=False))
+        self._sections.add(PROFILES_MODE)
+        await self.switch_mode(PROFILES_MODE)
 
     def action_help(self) -> None:
         from bpsync.tui.screens.help import HelpScreen
