@@ -447,10 +447,13 @@ def login(
             ("base_url", base_url),
             ("auth_url", auth_url),
             ("client_id", client_id),
-            ("secret_store", secret_store),
         ):
             if value is not None:
                 changes[field] = value
+        # The insecure file store only when this login asks for it (flag or environment), never
+        # because an earlier login of the profile (or the demo) chose it.
+        asked = secret_store or ("secret_store" in current.overridden and current.secret_store)
+        changes["secret_store"] = asked or "keyring"
         new_profile = replace(current, **changes)
         store = secret_store_for(new_profile)
         if new_profile.secret_store == "keyring":

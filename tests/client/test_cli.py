@@ -341,6 +341,13 @@ def test_no_keyring_is_reported_not_silently_worked_around(
     assert "INSECURE" in status.stdout
     assert json.loads(invoke(cli, "status", "--json").stdout)["secret_store_insecure"] is True
 
+    # A later login that does not ask for the file store again never writes to it (the profile
+    # having used it before is not consent for this key).
+    before = secrets_file.read_bytes()
+    again = login(cli, service, service.live_key)
+    assert again.exit_code == EXIT.CONFIG and "--secret-store file" in again.stderr
+    assert secrets_file.read_bytes() == before
+
 
 def test_profiles(cli: CliRunner, service: Service) -> None:
     assert "No profiles" in invoke(cli, "profiles").stdout

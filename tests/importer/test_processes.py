@@ -119,6 +119,12 @@ def test_sigkill_then_resume_gives_the_exact_state(service: Service, tmp_path: P
 @pytest.mark.slow
 def test_demo_runs_twice_and_reuses(tmp_path: Path):
     env = base_env(tmp_path)
+    # What an older bpsync left behind: a saved `demo` profile, the default, on a dead port.
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text(
+        'default_profile = "demo"\n\n[profiles."demo"]\nbase_url = "http://127.0.0.1:9"\n'
+        '\n[profiles."mine"]\nbase_url = "https://svc.example.com"\n'
+    )
     first = bpsync(["demo", "--no-tui"], env)
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
@@ -127,10 +133,19 @@ def test_demo_runs_twice_and_reuses(tmp_path: Path):
     assert out.count("complete") == 6  # the register and five bills files
     for line in ("bills_workbook.xlsx", "green_button.xml"):
         assert line in out
+    assert "Removed the 'demo' profile an older bpsync saved" in err
+    # The demo leaves the user's profiles alone: no demo profile, no new default, no key.
     config = (tmp_path / "config" / "config.toml").read_text()
-    assert '[profiles."demo"]' in config and "svc_test_" not in config
+    assert "demo" not in config and '[profiles."mine"]' in config
+    assert 'default_profile = "default"' in config and "svc_test_" not in config
+    # The closing hint is a command that works.
+    assert "Run `bpsync demo` again" in out
     second = bpsync(["demo", "--no-tui"], env)
     out2, err2 = second.communicate(timeout=120)
     assert second.returncode == 0, err2
     assert out2.count("no-op") == 5 and "Portfolio benchmarks: 3 buildings" in out2
+    assert "Removed" not in err2
+    status = bpsync(["status"], env)
+    status_out, _ = status.communicate(timeout=60)
+    assert status_out.split()[:2] == ["profile", "default"], status_out
     assert len(list((tmp_path / "data" / "demo").glob("*.db"))) == 1

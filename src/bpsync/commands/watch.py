@@ -186,6 +186,7 @@ def watch_command(
             headroom=headroom,
             template_dirs=[user_templates_dir()],
             meter=rules.meter,
+            meter_links=rules.meter_links,
         ),
         note=note_logger(log),
     )

@@ -11,6 +11,9 @@ Where things are:
   and `demo.json` holding the organisation id; never a key);
 - the key: the secret store (OS keyring), or, on a machine without one (CI), the opt-in file
   store for the demo profile only (the command says so);
+- the `demo` profile exists only while the demo runs: it is never written to the config file
+  (its port dies with the run) and never becomes the default; one an older version saved is
+  removed;
 - sample files and templates: `$BPSYNC_SAMPLE_DATA_DIR` / `$BPSYNC_TEMPLATES_DIR`, else the
   repository's `sample_data/` and `templates/` next to `src/` (an editable install)."""
 
@@ -33,7 +36,7 @@ import platformdirs
 from bpsync.client import errors as E
 from bpsync.client.auth import keyring_problem
 from bpsync.client.service import AsyncServiceClient, api_key_name, secret_store_for
-from bpsync.config import Profile, load_config, save_profile
+from bpsync.config import DEFAULT_PROFILE, Profile, load_config, save_config
 from bpsync.ingest.importer import ImportOptions, import_file
 from bpsync.ingest.problems import IngestError
 from bpsync.ingest.register import read_register
@@ -143,13 +146,27 @@ def mint_key(app: Any, org_id: str) -> str:
         return admin.create_api_key(session, org_id, environment="test", name="bpsync demo key").key
 
 
+def forget_saved_demo_profile() -> bool:
+    """Remove a `demo` profile an older bpsync saved (it points at a port that died with its
+    run, and may have become the default). Returns True when one was removed."""
+    config = load_config()
+    profiles = dict(config.profiles or {})
+    if PROFILE not in profiles:
+        return False
+    del profiles[PROFILE]
+    config.profiles = profiles
+    if config.default_profile == PROFILE:
+        config.default_profile = DEFAULT_PROFILE
+    save_config(config)
+    return True
+
+
 def demo_profile(base_url: str) -> tuple[Profile, str | None]:
-    """The `demo` profile pointed at this run's port; the keyring when there is one, else the
-    opt-in file store (for this profile only), with a sentence saying so."""
-    existing = (load_config().profiles or {}).get(PROFILE)
-    profile = existing or Profile(name=PROFILE)
+    """The run-only `demo` profile pointed at this run's port; the keyring when there is one,
+    else the opt-in file store (for this profile only), with a sentence saying so."""
+    profile = Profile(name=PROFILE)
     notice = None
-    if keyring_problem() is not None and profile.secret_store != "file":
+    if keyring_problem() is not None:
         notice = (
             f"No OS keyring ({keyring_problem()}): the demo profile's sandbox key is kept in the "
             "opt-in file store (a 0600 file in the state dir), for the demo profile only."
@@ -245,9 +262,14 @@ def run_demo(*, open_tui: bool, port: int = 0, out: Any, err: Any) -> int:
         if key is None or not asyncio.run(_key_works(server.url, key)):
             key = mint_key(app, org.org_id)  # the stored key is gone or from an older database
         store.set(api_key_name(PROFILE), key)
-        save_profile(profile)
+        if forget_saved_demo_profile():
+            err.print(
+                f"Removed the '{PROFILE}' profile an older bpsync saved (its port was gone).",
+                markup=False,
+            )
         err.print(
-            f"Demo service at {server.url} (data in {folder}); profile '{PROFILE}', sandbox",
+            f"Demo service at {server.url} (data in {folder}), sandbox; it stops when the demo "
+            "ends, and your profiles are left as they were.",
             markup=False,
         )
 
@@ -263,14 +285,17 @@ def run_demo(*, open_tui: bool, port: int = 0, out: Any, err: Any) -> int:
         lines, portfolio, rows = asyncio.run(main())
         _print(out, lines, portfolio, rows)
         if not open_tui:
-            out.print(f"Open the terminal app with: bpsync demo (or bpsync -p {PROFILE} tui)")
+            out.print(
+                "Run `bpsync demo` again to browse this portfolio in the terminal app (it "
+                "restarts the demo service); `bpsync login` connects to your own service."
+            )
             return 0
         try:
             from bpsync.tui.command import run_tui
         except ImportError:
             err.print("The terminal app is not available in this installation.", markup=False)
             return 0
-        return run_tui(PROFILE)
+        return run_tui(PROFILE, pinned=profile)
 
 
 def _print(out: Any, lines: list[dict[str, Any]], portfolio: Any, rows: list[dict[str, Any]]):

@@ -16,7 +16,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +69,8 @@ class ImportOptions:
     template_dirs: Sequence[Path] | None = None
     include_hidden: bool = False
     meter: str | None = None  # every row into this meter (REF_OR_ID): single-meter exports
+    # Links given with the import (a watched folder's `[meters]`), over the profile's meter map.
+    meter_links: Mapping[str, str] | None = None
     today: dt.date | None = None
     reject_report: bool = True
     # Where the journal files this import; default: the base URL and the credential's
@@ -170,7 +172,15 @@ async def import_file(
             )
         previous = journal.latest(target, digest, options.sheet)
         if previous and previous.status == "complete" and not options.force:
-            return _noop(journal, previous, client, started)
+            rejected = {r.source_row for r in journal.rows(previous.id, "rejected")}
+            if not rejected:
+                return _noop(journal, previous, client, started)
+            # What made rows fail is often fixed outside the file (a meter link, the folder's
+            # [meters], a meter created since): try again; stored readings are skipped.
+            note(
+                f"the earlier import of this content rejected {len(rejected)} row(s): "
+                "importing it again (readings already stored are skipped)"
+            )
         if previous and previous.status == "open" and not options.force:
             record = previous
             note(f"resuming the unfinished import of {path.name} from {previous.created_at}")
@@ -230,7 +240,7 @@ async def _new_import(
     options: ImportOptions,
     note: Callable[[str], None],
 ) -> ImportRecord | ImportSummary:
-    meter_map = load_meter_map(profile)
+    meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
     portfolio = await fetch_portfolio(client, meter_map)
 
     def read() -> object:

@@ -20,7 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from bpsync.config import ConfigError
+from bpsync.config import ConfigError, Profile
 from bpsync.tui.connection import Connection
 from bpsync.tui.format import environment_badge
 from bpsync.tui.keymap import load_keymap
@@ -109,8 +109,12 @@ class BPSyncApp(App[int]):
         oauth_timeout: float = 300.0,
         download_dir: Path | None = None,
         import_dir: Path | None = None,
+        pinned: Profile | None = None,
     ) -> None:
         super().__init__()
+        # A profile that lives only for this run (the demo's, whose service ends with it): it is
+        # offered on the sign-in screen but never saved to the config file.
+        self.pinned = pinned
         self.started = time.perf_counter()
         self.first_paint_seconds: float | None = None
         self.profile_name = profile
@@ -131,7 +135,7 @@ class BPSyncApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         from bpsync.tui.screens.signin import SignInScreen
 
-        return SignInScreen(self.profile_name, auto_connect=self.auto_connect)
+        return SignInScreen(self.profile_name, auto_connect=self.auto_connect, pinned=self.pinned)
 
     def on_mount(self) -> None:
         self._apply_keymap()
@@ -199,7 +203,9 @@ class BPSyncApp(App[int]):
         if PROFILES_MODE in self._sections:
             await self.remove_mode(PROFILES_MODE)
         name = self.connection.name if self.connection else self.profile_name
-        self.add_mode(PROFILES_MODE, lambda: SignInScreen(name, auto_connect=False))
+        self.add_mode(
+            PROFILES_MODE, lambda: SignInScreen(name, auto_connect=False, pinned=self.pinned)
+        )
         self._sections.add(PROFILES_MODE)
         await self.switch_mode(PROFILES_MODE)
 

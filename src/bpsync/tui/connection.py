@@ -71,7 +71,10 @@ def profiles() -> tuple[Config, list[str]]:
     return config, config.names
 
 
-def choose(name: str | None, *, allow_new: bool = True) -> Profile:
+def choose(name: str | None, *, allow_new: bool = True, pinned: Profile | None = None) -> Profile:
+    """The named profile from the config file, or `pinned` (a run-only profile) by its name."""
+    if pinned is not None and name in (None, pinned.name):
+        return pinned
     return resolve_profile(name, allow_new=allow_new)
 
 

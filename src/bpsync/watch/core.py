@@ -811,7 +811,7 @@ class Watcher:
                 return ledger.update_claim(
                     existing.id, target=conn.target, original=job.path, snap=snap
                 )
-            if existing is not None:
+            if existing is not None and existing.state != "failed":
                 await self._set_aside(job.path, snap, sha, existing, conn)
                 return None
             work = self.config.work_dir / sha[:16] / job.path.name
@@ -822,9 +822,19 @@ class Watcher:
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        content = ledger.claim(
-            target=conn.target, sha256=sha, original=job.path, snap=snap, work=work, now=self.now()
-        )
+        if existing is not None:  # failed before: tried again (W4)
+            content = ledger.reclaim(
+                existing.id, original=job.path, snap=snap, work=work, now=self.now()
+            )
+        else:
+            content = ledger.claim(
+                target=conn.target,
+                sha256=sha,
+                original=job.path,
+                snap=snap,
+                work=work,
+                now=self.now(),
+            )
         self.log.debug(
             "claimed",
             f"importing {job.path.name} (sha256 {sha[:12]}…)",

@@ -2,8 +2,9 @@
 
 `contents` has one row per file content (SHA-256) and target (the service and credential the
 readings go to, as the import journal names it): `claimed` while it is being imported, then
-`processed` or `failed`. Content already settled is never imported again, whatever the file is
-called and however often it is copied back; a file whose content changed is a new content and a
+`processed` or `failed`. Content already processed is never imported again, whatever the file is
+called and however often it is copied back (content that failed is tried again when dropped
+again: what made it fail may have been fixed outside the file); a file whose content changed is a new content and a
 new import. A claim remembers where the original was, its size and mtime at claim time, and the
 private copy the import reads, so an import interrupted by a crash is finished on the next start
 (the journal resumes it) before anything new is taken. `files` lists every file settled, newest
@@ -184,6 +185,28 @@ class Ledger:
                 ),
             )
         return self.get(int(cur.lastrowid or 0))
+
+    def reclaim(
+        self, content_id: int, *, original: Path, snap: Snapshot, work: Path, now: dt.datetime
+    ) -> Content:
+        """A content that failed, dropped again: claimed afresh (the user fixed what made it fail,
+        such as the folder's meter links or a template; the journal skips what is stored)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE contents SET state = 'claimed', file_name = ?, original_path = ?,"
+                " original_size = ?, original_mtime_ns = ?, work_path = ?, dest_path = NULL,"
+                " claimed_at = ?, settled_at = NULL, receipt_path = NULL WHERE id = ?",
+                (
+                    original.name,
+                    str(original),
+                    snap.size,
+                    snap.mtime_ns,
+                    str(work),
+                    _iso(now),
+                    content_id,
+                ),
+            )
+        return self.get(content_id)
 
     def update_claim(
         self, content_id: int, *, target: str, original: Path, snap: Snapshot

@@ -363,11 +363,14 @@ class FolderRules:
 
     meter: str | None = None
     template: str | None = None
+    # `[meters]`: external reference → meter id, for a watcher whose machine has no meter map
+    # of its own (a service account under systemd); these win over the profile's map.
+    meter_links: dict[str, str] = field(default_factory=dict)
 
 
 def read_folder_rules(folder: Path) -> FolderRules:
-    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`), or no rules when it is absent.
-    Raises ConfigError naming the file and the key for anything else."""
+    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`, table `[meters]`), or no rules
+    when it is absent. Raises ConfigError naming the file and the key for anything else."""
     import tomllib
 
     path = folder / FOLDER_RULES_FILE
@@ -377,13 +380,22 @@ def read_folder_rules(folder: Path) -> FolderRules:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
-    unknown = sorted(set(data) - {"meter", "template"})
+    unknown = sorted(set(data) - {"meter", "template", "meters"})
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: meter, template)")
+        known = "meter, template, [meters]"
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {known})")
     values = {}
     for key in ("meter", "template"):
         value = data.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise ConfigError(f"{path}: {key} must be a non-empty string")
         values[key] = value.strip() if isinstance(value, str) else None
-    return FolderRules(**values)
+    links = data.get("meters", {})
+    if not isinstance(links, dict):
+        raise ConfigError(f"{path}: [meters] must be a table of reference = \"meter id\"")
+    for ref, meter_id in links.items():
+        if not isinstance(meter_id, str) or not meter_id.strip():
+            raise ConfigError(f"{path}: [meters] {ref!r} must be a meter id (a string)")
+    return FolderRules(
+        **values, meter_links={str(k): v.strip() for k, v in links.items()}
+    )

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from bpsync.cli import app
 from bpsync.config import ConfigError
+from bpsync.ingest.meters import meter_map_path
 from bpsync.watch.rules import FOLDER_RULES_FILE, FolderRules, read_folder_rules
 from tests.conftest import Service
 from tests.importer.conftest import SAMPLES
@@ -79,8 +80,39 @@ def test_folder_rules_file(tmp_path: Path):
     (tmp_path / FOLDER_RULES_FILE).write_text('meter = "M-1"\ntemplate = "x"\n')
     assert read_folder_rules(tmp_path) == FolderRules(meter="M-1", template="x")
     (tmp_path / FOLDER_RULES_FILE).write_text('meters = "M-1"\n')
+    with pytest.raises(ConfigError, match=r"\[meters\] must be a table"):
+        read_folder_rules(tmp_path)
+    (tmp_path / FOLDER_RULES_FILE).write_text('meterz = "M-1"\n')
     with pytest.raises(ConfigError, match="unknown key"):
         read_folder_rules(tmp_path)
+    (tmp_path / FOLDER_RULES_FILE).write_text('[meters]\n"4471 0091" = "mtr_1"\n')
+    assert read_folder_rules(tmp_path).meter_links == {"4471 0091": "mtr_1"}
+
+
+def test_headless_watcher_takes_meter_links_from_the_folder(env, tmp_path):
+    """A watcher under systemd: only BPSYNC_API_KEY/BPSYNC_BASE_URL and no meter map of its own
+    (the links were made on the manager's laptop). The folder's `[meters]` table carries them."""
+    reg = invoke("--json", "register", "import", str(SAMPLES / "portfolio_register.xlsx"))
+    assert reg.exit_code == 0, reg.output
+    links = json.loads(invoke("--json", "meters", "link").stdout)["links"]
+    for path in meter_map_path("default").parent.glob("*.json"):
+        path.unlink()  # this machine has no map
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    rows = "Meter Number,Service Start,Service End,Usage,Usage Unit\n"
+    rows += "ELEC-4471-0091,2024-01-05,2024-02-04,612,kWh\n"
+    (folder / "bills.csv").write_text(rows, encoding="utf-8")
+    refused = invoke("watch", str(folder), "--once", "--stable-seconds", "0")
+    assert refused.exit_code != 0  # without the links every row is refused
+    assert "not in the meter map" in (folder / "failed" / "bills.rejects.csv").read_text()
+    (folder / FOLDER_RULES_FILE).write_text(
+        f'[meters]\n"ELEC-4471-0091" = "{links["ELEC-4471-0091"]}"\n', encoding="utf-8"
+    )
+    # The same bytes dropped again are tried again (the fix was outside the file).
+    (folder / "failed" / "bills.csv").rename(folder / "bills.csv")
+    watched = invoke("watch", str(folder), "--once", "--stable-seconds", "0")
+    assert watched.exit_code == 0, watched.output
+    assert ("2024-01-05", "2024-02-04", 612.0) in stored(env, "Main Electric")
 
 
 def test_markup_in_messages_is_printed_literally(env, tmp_path):

@@ -73,9 +73,16 @@ class SignInScreen(AppScreen):
         Binding("ctrl+n", "connect", "Connect", id="signin.connect"),
     ]
 
-    def __init__(self, profile: str | None = None, *, auto_connect: bool = True) -> None:
+    def __init__(
+        self,
+        profile: str | None = None,
+        *,
+        auto_connect: bool = True,
+        pinned: Profile | None = None,
+    ) -> None:
         super().__init__()
         self.initial = profile
+        self.pinned = pinned
         self.auto_connect = auto_connect
         self.selected: Profile | None = None
         self.oauth_wait: OAuthWaitScreen | None = None
@@ -115,7 +122,9 @@ class SignInScreen(AppScreen):
     def load_profiles(self) -> None:
         try:
             config, names = conn.profiles()
-            chosen = conn.choose(self.initial)
+            chosen = conn.choose(self.initial, pinned=self.pinned)
+            if self.pinned is not None:
+                names = [*names, self.pinned.name]
         except Exception as exc:  # a damaged config file: say so, offer a fresh profile
             self.post_message(failure("Profiles", exc))
             chosen = Profile(name=self.initial or DEFAULT_PROFILE)
@@ -173,7 +182,7 @@ class SignInScreen(AppScreen):
     @work(thread=True, exclusive=True, group="profiles", exit_on_error=False)
     def pick(self, name: str) -> None:
         try:
-            profile = conn.choose(name)
+            profile = conn.choose(name, pinned=self.pinned)
         except Exception as exc:
             self.post_message(failure("Profile", exc))
             return
