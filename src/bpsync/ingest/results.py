@@ -62,7 +62,7 @@ class ImportSummary:
         return 0
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "next_steps": next_steps(self.problems)}
 
 
 def reject_report_path(source: Path) -> Path:
@@ -173,27 +173,122 @@ def _skipped(summary: ImportSummary) -> str:
 _SKIP_LABELS = {"already_stored": "already there", "duplicate_row": "duplicate rows"}
 
 
+@dataclass
+class ProblemGroup:
+    """Problems with the same severity, code, column and reason (but for the value): one line
+    for 38 rows whose meter is not in the map, not 38 identical lines."""
+
+    severity: str
+    code: str
+    column: str
+    reason: str  # the first problem's reason
+    shape: str  # the reason with the value left out ("… is not in the meter map")
+    rows: list[int] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)  # distinct, in order of appearance
+
+    @property
+    def where(self) -> str:
+        if len(self.rows) == 1:
+            return str(self.rows[0])
+        return f"{_ranges(self.rows)} ({len(self.rows)} rows)"
+
+    @property
+    def text(self) -> str:
+        if len(self.rows) <= 1:
+            return self.reason + (f" (value {self.values[0]!r})" if self.values else "")
+        shown = ", ".join(repr(v) for v in self.values[:5])
+        more = f" and {len(self.values) - 5} more" if len(self.values) > 5 else ""
+        kinds = f"{len(self.values)} distinct values: " if len(self.values) > 1 else "value "
+        return f"{self.shape} ({kinds}{shown}{more})" if self.values else self.reason
+
+
+def group_problems(problems: Iterable[Mapping[str, Any]]) -> list[ProblemGroup]:
+    """Group problems whose reasons differ only by the cell's value, in order of first row."""
+    groups: dict[tuple[str, str, str, str], ProblemGroup] = {}
+    for p in problems:
+        value = str(p["value"]) if p.get("value") not in (None, "") else None
+        reason = str(p.get("reason") or "")
+        shape = reason.replace(repr(value), "…") if value is not None else reason
+        column = str(p.get("column") or "")
+        if p.get("column_letter"):
+            column = f"{column} ({p['column_letter']})"
+        key = (str(p.get("severity")), str(p.get("code")), column, shape)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = ProblemGroup(key[0], key[1], column, reason, shape)
+        if p.get("row") is not None:
+            group.rows.append(int(p["row"]))
+        if value is not None and value not in group.values:
+            group.values.append(value)
+    return list(groups.values())
+
+
+def _ranges(rows: Sequence[int]) -> str:
+    """[2, 3, 4, 7, 9, 10] → "2-4, 7, 9-10" (at most four runs, then "…")."""
+    runs: list[list[int]] = []
+    for r in sorted(set(rows)):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    parts = [str(a) if a == b else f"{a}-{b}" for a, b in runs[:4]]
+    return ", ".join(parts) + (", …" if len(runs) > 4 else "")
+
+
+# What fixes the commonest problems: said once under the table, with the command to type.
+_NEXT_STEPS: tuple[tuple[str, str, str], ...] = (
+    (
+        "unknown_meter",
+        "not in the meter map",
+        "The file names meters by an external reference (a utility meter number) that this "
+        "profile has not linked yet. Create the buildings and meters from a register with "
+        "`bpsync register import REGISTER.xlsx` (it links their references), or link each one "
+        "with `bpsync meters link REFERENCE METER_ID` (`bpsync meters list BUILDING_ID` shows "
+        "the ids); then import this file again.",
+    ),
+    (
+        "unknown_meter",
+        "no meter named",
+        "The file names meters by building and meter name, and no meter has that name: create "
+        "them with `bpsync register import REGISTER.xlsx`, or import with `--create-meters`.",
+    ),
+    (
+        "unknown_meter",
+        "does not exist in this organisation",
+        "The meter ids are not in the organisation and environment this profile reaches: check "
+        "`bpsync status` (a sandbox key cannot see production meters, and the reverse).",
+    ),
+)
+
+
+def next_steps(problems: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The sentences (with commands) that fix the problems seen, each once."""
+    seen: list[str] = []
+    for p in problems:
+        for code, needle, step in _NEXT_STEPS:
+            if p.get("code") == code and needle in str(p.get("reason")) and step not in seen:
+                seen.append(step)
+    return seen
+
+
 def problems_table(problems: Sequence[Mapping[str, Any]], console: Any, limit: int = 30) -> None:
-    """Errors and warnings, as the user sees them in Excel (row, column letter)."""
+    """Errors and warnings, as the user sees them in Excel (row, column letter); problems that
+    differ only by value share a line, and the commands that fix them follow the table."""
     from rich.markup import escape
     from rich.table import Table
 
     if not problems:
         return
+    groups = group_problems(problems)
     t = Table(title=f"Problems ({len(problems)})", header_style="bold")
     for col in ("row", "column", "severity", "code", "reason"):
         t.add_column(col, overflow="fold")
-    for p in problems[:limit]:
-        column = p.get("column") or ""
-        if p.get("column_letter"):
-            column = f"{column} ({p['column_letter']})"
-        t.add_row(
-            str(p.get("row") or ""),
-            escape(column),
-            str(p.get("severity")),
-            str(p.get("code")),
-            escape(str(p.get("reason")) + (f" (value {p['value']!r})" if p.get("value") else "")),
-        )
+    for g in groups[:limit]:
+        t.add_row(g.where, escape(g.column), g.severity, g.code, escape(g.text))
     console.print(t)
-    if len(problems) > limit:
-        console.print(f"… and {len(problems) - limit} more (see --json or the reject report)")
+    if len(groups) > limit:
+        console.print(
+            f"… and {len(groups) - limit} more kinds of problem (see --json or the reject report)"
+        )
+    for step in next_steps(problems):
+        console.print(f"next step: {step}", markup=False)

@@ -33,10 +33,10 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from filelock import FileLock, Timeout
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -45,6 +45,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from bpsync.config import validate_name
+from bpsync.ingest.results import group_problems
 from bpsync.paths import ensure_private_dir, state_dir
 from bpsync.watch import files
 from bpsync.watch.ledger import Content, Ledger
@@ -1037,7 +1038,8 @@ class Watcher:
             self.log.warning(
                 "rejected",
                 f"failed {content.file_name}: {sentence}; the accepted readings stay stored; "
-                f"reject report {report} → {dest}",
+                f"{_commonest_problem(receipt.problems)}"
+                f"reject report {report or 'not written'} → {dest}",
                 file=content.file_name,
                 fate=fate,
                 accepted=accepted,
@@ -1047,3 +1049,12 @@ class Watcher:
                 receipt=str(receipt_path),
             )
             self._publish(entry, last_file=content.file_name, last_result=sentence)
+
+
+def _commonest_problem(problems: Sequence[dict[str, Any]] | None) -> str:
+    """ "36 rows: … is not in the meter map; " — what most rejected rows share, for the log."""
+    groups = [g for g in group_problems(problems or ()) if g.severity == "error"]
+    if not groups:
+        return ""
+    top = max(groups, key=lambda g: len(g.rows))
+    return f"{len(top.rows)} row(s): {top.shape}; "

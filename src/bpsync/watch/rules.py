@@ -392,10 +392,8 @@ def read_folder_rules(folder: Path) -> FolderRules:
         values[key] = value.strip() if isinstance(value, str) else None
     links = data.get("meters", {})
     if not isinstance(links, dict):
-        raise ConfigError(f"{path}: [meters] must be a table of reference = \"meter id\"")
+        raise ConfigError(f'{path}: [meters] must be a table of reference = "meter id"')
     for ref, meter_id in links.items():
         if not isinstance(meter_id, str) or not meter_id.strip():
             raise ConfigError(f"{path}: [meters] {ref!r} must be a meter id (a string)")
-    return FolderRules(
-        **values, meter_links={str(k): v.strip() for k, v in links.items()}
-    )
+    return FolderRules(**values, meter_links={str(k): v.strip() for k, v in links.items()})

@@ -213,3 +213,42 @@ def test_a_second_concurrent_import_exits_busy(env, tmp_path):
     assert reg.exit_code == 0
     done = invoke("--json", "import", str(path), "--meter", "ELEC-4471-0107")
     assert done.exit_code == 0, done.output
+
+
+def test_first_import_into_a_new_organisation_groups_reasons_and_says_what_fixes_them(
+    env, tmp_path
+):
+    """No register imported yet: every row names a meter nobody linked. One line per kind of
+    problem (not 36 identical ones), and the command that fixes it."""
+    lines = ["Meter Number,Service Start,Service End,Usage,Usage Unit"]
+    for m in range(3):
+        for month in range(1, 13):
+            lines.append(f"ELEC-{m},2024-{month:02d}-01,2024-{month:02d}-28,{100 + month},kWh")
+    path = tmp_path / "first.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["import", str(path), "--dry-run"], terminal_width=200)
+    out = result.output
+    assert out.count("not in the meter map") == 1, out
+    assert "2-37 (36 rows)" in out and "3 distinct values: 'ELEC-0', 'ELEC-1', 'ELEC-2'" in out
+    assert "next step:" in out and "bpsync register import REGISTER.xlsx" in out
+    assert "bpsync meters link REFERENCE METER_ID" in out
+    as_json = json.loads(invoke("--json", "import", str(path), "--dry-run").stdout)
+    assert len(as_json["problems"]) == 36  # --json keeps one problem per row
+    assert any("bpsync meters link" in step for step in as_json["next_steps"])
+
+
+def test_problem_groups_and_row_ranges():
+    from bpsync.ingest.results import _ranges, group_problems
+
+    assert _ranges([2, 3, 4, 7, 9, 10]) == "2-4, 7, 9-10"
+    assert _ranges([1, 3, 5, 7, 9]) == "1, 3, 5, 7, …"
+    problems = [
+        {"row": 2, "severity": "error", "code": "bad_date", "reason": "not a date", "value": "x"},
+        {"row": 3, "severity": "error", "code": "bad_date", "reason": "not a date", "value": "y"},
+        {"row": 4, "severity": "error", "code": "bad_date", "reason": "in the future"},
+    ]
+    groups = group_problems(problems)
+    assert [(g.where, g.text) for g in groups] == [
+        ("2-3 (2 rows)", "not a date (2 distinct values: 'x', 'y')"),
+        ("4", "in the future"),
+    ]
