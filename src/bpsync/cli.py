@@ -1493,7 +1493,14 @@ def reports_templates(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def reports_download(
     ctx: typer.Context,
     report_id: str,
-    output: Annotated[Path, typer.Option("--output", "-o", help="File or directory")] = Path("."),
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            help="File, or folder (an existing one, or a path ending in / that is created)",
+        ),
+    ] = ".",
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the report first")] = False,
     as_json: JsonOpt = False,
 ) -> None:

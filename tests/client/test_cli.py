@@ -275,6 +275,14 @@ def test_users_benchmarks_reports_and_webhooks(
     assert done.exit_code == 0, done.output
     saved = json.loads(done.stdout)
     assert Path(saved["path"]).read_bytes()[:2] == b"PK"  # an xlsx is a zip
+    # "-o reports/" means a folder, even when it does not exist yet (it is created)
+    into = tmp_path / "reports"
+    again = invoke(cli, "reports", "download", report["id"], "-o", f"{into}/", "--json")
+    assert again.exit_code == 0, again.output
+    assert into.is_dir() and Path(json.loads(again.stdout)["path"]).parent == into
+    # a path without the slash names the file
+    named = invoke(cli, "reports", "download", report["id"], "-o", str(tmp_path / "q.xlsx"))
+    assert named.exit_code == 0 and (tmp_path / "q.xlsx").read_bytes()[:2] == b"PK"
 
     secret = tmp_path / "secret.txt"
     secret.write_text("whsec-" + "q" * 30)

@@ -119,20 +119,25 @@ class Reports(Resource):
     async def download(
         self,
         report_id: str,
-        destination: Path,
+        destination: Path | str,
         *,
         progress: Progress | None = None,
         chunk_size: int = 64 * 1024,
     ) -> Path:
-        """Stream the file to `destination` (a directory gets the service's file name). Written to
-        a temporary name first and renamed when complete, so a broken download leaves no file that
-        looks whole."""
+        """Stream the file to `destination`: an existing directory, or a path written with a
+        trailing slash (created if missing), gets the service's file name; anything else is the
+        file's path. Written to a temporary name first and renamed when complete, so a broken
+        download leaves no file that looks whole."""
+        as_folder = isinstance(destination, str) and destination.endswith(("/", os.sep))
+        folder = Path(destination)
         path = f"/v1/reports/{segment(report_id)}/download"
         response = await self._client.request("GET", path, stream=True)
         try:
-            target = destination
-            if destination.is_dir():
-                target = destination / _file_name(response.headers, report_id)
+            target = folder
+            if as_folder:
+                folder.mkdir(parents=True, exist_ok=True)
+            if as_folder or folder.is_dir():
+                target = folder / _file_name(response.headers, report_id)
             total = response.headers.get("content-length")
             size = int(total) if total and total.isdigit() else None
             partial = target.with_name(target.name + ".part")
