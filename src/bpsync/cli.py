@@ -312,9 +312,32 @@ def run(ctx: typer.Context, action: Callable[[AsyncServiceClient], Awaitable[T]]
     except (E.BPSyncError, ConfigError, ModelValidationError, ValueError, TimeoutError) as exc:
         if isinstance(exc, E.RateLimitError) and exc.retry_after:
             fail(f"{exc} (retry after {exc.retry_after:.0f} s)", EXIT.RATE_LIMITED, exc, state.json)
-        fail(str(exc), exit_code(exc), exc, state.json)
+        fail(for_people(exc, profile, client), exit_code(exc), exc, state.json)
     except KeyboardInterrupt:
         fail("interrupted", EXIT.ERROR, None, state.json)
+
+
+def for_people(exc: BaseException, profile: Profile, client: AsyncServiceClient) -> str:
+    """The error as a sentence that says what to do: a refused key names the login command, a
+    model mismatch never shows pydantic's dump."""
+    if isinstance(exc, E.AuthenticationError):
+        from_env = "BPSYNC_API_KEY" in os.environ
+        again = (
+            "check BPSYNC_API_KEY (it is set in the environment and wins over the profile)"
+            if from_env
+            else f"log in again with `bpsync login --api-key -p {profile.name}` (or --oauth)"
+        )
+        what = "API key" if profile.auth_method == "api_key" or from_env else "sign-in"
+        return f"the {what} was refused by {client.base.base_url} ({exc.message}); {again}"
+    if isinstance(exc, ModelValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        field = ".".join(str(x) for x in first.get("loc", ())) or "?"
+        return (
+            f"the service's answer did not have the expected shape ({exc.title}, field {field}: "
+            f"{first.get('msg', 'invalid')}); is {client.base.base_url} a bpservice-compatible "
+            "service of a supported version?"
+        )
+    return str(exc)
 
 
 def _logging(verbose: bool) -> None:
@@ -1111,24 +1134,60 @@ def readings_add(
     show(state, run(ctx, lambda c: c.readings.create(building_id, meter_id, body)))
 
 
+READING_COLUMNS = ("start_date", "end_date", "consumption", "cost", "cost_currency", "demand_kw")
+
+
 def _load_readings(path: Path) -> list[dict[str, Any]]:
     """A JSON list of readings, or a CSV with start_date, end_date, consumption (and optional
-    cost, cost_currency, demand_kw) columns."""
+    cost, cost_currency, demand_kw) columns; each row checked here, so a bad one is named by its
+    row and column instead of reaching the user as a validation dump."""
     text = path.read_text(encoding="utf-8-sig")
     if path.suffix.lower() == ".json":
         data = json.loads(text)
         data = data.get("readings", data) if isinstance(data, dict) else data
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of readings")
-        return data
+        return [_checked_reading(path, i + 1, "item", row) for i, row in enumerate(data)]
+    reader = csv.DictReader(text.splitlines())
+    unknown = [h for h in (reader.fieldnames or []) if h and h.strip() not in READING_COLUMNS]
+    if unknown:
+        hint = (
+            " (readings are stored in the meter's own unit; `bpsync import` reads a unit "
+            "column and converts)"
+            if any(h.strip().lower() in ("unit", "units", "uom") for h in unknown)
+            else ""
+        )
+        raise ValueError(
+            f"{path}: column(s) {', '.join(map(repr, unknown))} not accepted{hint}; the "
+            f"columns are {', '.join(READING_COLUMNS)}"
+        )
     rows = []
-    for row in csv.DictReader(text.splitlines()):
-        item: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
-        for number in ("consumption", "cost", "demand_kw"):
-            if number in item:
-                item[number] = float(item[number])
-        rows.append(item)
+    for number, row in enumerate(reader, start=2):  # row 1 is the header, as in a spreadsheet
+        item = {k.strip(): v.strip() for k, v in row.items() if k and v not in (None, "")}
+        rows.append(_checked_reading(path, number, "row", item))
     return rows
+
+
+def _checked_reading(path: Path, number: int, kind: str, item: Any) -> dict[str, Any]:
+    from pydantic import ValidationError as ModelError
+
+    from bpsync.client.models import ReadingInput
+
+    if not isinstance(item, dict):
+        raise ValueError(f"{path}, {kind} {number}: expected an object with {READING_COLUMNS}")
+    try:
+        ReadingInput.model_validate(item)
+    except ModelError as exc:
+        first = exc.errors()[0]
+        column = ".".join(str(x) for x in first.get("loc", ())) or "?"
+        value = item.get(column) if isinstance(column, str) else None
+        shown = f" ({value!r})" if value is not None else ""
+        raise ValueError(
+            f"{path}, {kind} {number}, column {column}{shown}: {first.get('msg', 'invalid')}"
+        ) from None
+    return {
+        k: float(v) if k in ("consumption", "cost", "demand_kw") else v for k, v in item.items()
+    }
 
 
 @readings_app.command("submit")
@@ -1139,7 +1198,11 @@ def readings_submit(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSON")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Submit readings from a file in batches of 500; rejected rows are listed (exit 13)."""
+    """Submit readings from a file in batches of 500; rejected rows are listed (exit 13).
+
+    A CSV has the columns start_date, end_date, consumption (in the meter's unit) and optionally
+    cost, cost_currency, demand_kw; a JSON file is a list of such objects. For utility exports in
+    other layouts or units, use `bpsync import`."""
     state = _state(ctx, None, as_json)
     try:
         rows = _load_readings(file)

@@ -422,3 +422,35 @@ def test_oauth_login_from_the_command_line(
     assert denied.exit_code == EXIT.PERMISSION  # the token holds properties:read only
     assert invoke(cli, "logout").exit_code == 0
     assert ("bpsync", "default:oauth") not in memory_keyring.items
+
+
+def test_errors_say_what_to_do(cli: CliRunner, service: Service, tmp_path: Path) -> None:
+    """A refused key names the login command; a dead URL names the URL and the likely cause; a
+    readings file with a unit column is refused by name, not with a validation dump."""
+    import socket
+
+    bogus = "svc_test_" + "x" * 32
+    env = {"BPSYNC_API_KEY": bogus, "BPSYNC_BASE_URL": service.base_url}
+    refused = invoke(cli, "properties", "list", env=env)
+    assert refused.exit_code == EXIT.AUTH
+    assert "API key was refused" in refused.stderr and "BPSYNC_API_KEY" in refused.stderr
+    assert bogus not in refused.stderr
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = {"BPSYNC_API_KEY": service.test_key, "BPSYNC_BASE_URL": f"http://127.0.0.1:{port}"}
+    down = invoke(cli, "properties", "list", env=dead)
+    assert down.exit_code == EXIT.CONNECTION
+    assert f"http://127.0.0.1:{port}: connection refused. Is the service running" in down.stderr
+
+    readings = tmp_path / "readings.csv"
+    readings.write_text("start_date,end_date,consumption,unit\n2024-01-01,2024-01-31,5,kWh\n")
+    unit = invoke(cli, "readings", "submit", "bld_x", "mtr_x", str(readings), env=env)
+    assert unit.exit_code == EXIT.INVALID
+    assert "'unit' not accepted" in unit.stderr and "bpsync import" in unit.stderr
+    readings.write_text("start_date,end_date,consumption\n2024-01-01,2024-01-31,lots\n")
+    bad = invoke(cli, "readings", "submit", "bld_x", "mtr_x", str(readings), env=env)
+    assert "row 2, column consumption ('lots')" in bad.stderr and "pydantic" not in bad.stderr
+    helped = invoke(cli, "readings", "submit", "--help")
+    assert "start_date, end_date, consumption" in helped.stdout

@@ -146,6 +146,38 @@ def failure_of(exc: httpx.TransportError) -> tuple[Failure, type[APIConnectionEr
     return Failure("connection"), APIConnectionError
 
 
+def transport_problem(exc: httpx.TransportError, base_url: str) -> str:
+    """A sentence naming the URL and the likely cause (never the raw exception class alone)."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 8:  # httpx wraps httpcore wraps the OSError
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    refused = any(isinstance(e, ConnectionRefusedError) for e in chain)
+    where = f"the service at {base_url}"
+    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return f"{where} did not accept a connection in time (network down, a firewall, or the wrong host)"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"{where} did not answer in time (it may be overloaded; try again)"
+    if isinstance(exc, httpx.ConnectError):
+        if refused or "refused" in text or "all connection attempts failed" in text:
+            return (
+                f"cannot reach {where}: connection refused. Is the service running, and is the "
+                "URL (host and port) right? `bpsync status` shows the profile's URL"
+            )
+        if (
+            "name or service not known" in text
+            or "nodename nor servname" in text
+            or ("getaddrinfo" in text)
+        ):
+            return f"cannot reach {where}: its host name does not resolve (check the URL or DNS)"
+        if "ssl" in text or "certificate" in text:
+            return f"cannot reach {where}: the TLS handshake failed ({exc})"
+        return f"cannot reach {where} ({exc or type(exc).__name__})"
+    return f"the connection to {where} failed ({type(exc).__name__})"
+
+
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -241,9 +273,7 @@ class BaseClient:
                 if self.limiter is not None:
                     self.limiter.failed(kinds)
                 failure, cls = failure_of(exc)
-                error = cls(
-                    f"{type(exc).__name__} talking to the service", method=method, path=path
-                )
+                error = cls(transport_problem(exc, self.base_url), method=method, path=path)
                 log.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt + 1)
             else:
                 self._learn(response, kinds)
