@@ -140,6 +140,9 @@ def test_demo_runs_twice_and_reuses(tmp_path: Path):
     assert 'default_profile = "default"' in config and "svc_test_" not in config
     # The closing hint is a command that works.
     assert "Run `bpsync demo` again" in out
+    # Every "-" is explained, and the grade is labelled as a data-quality grade, not an EPC band
+    assert "a group of fewer than 5 buildings gets none (here office:GB: 1" in out
+    assert "data quality" in out and "not an energy-performance (EPC) band" in out
     second = bpsync(["demo", "--no-tui"], env)
     out2, err2 = second.communicate(timeout=120)
     assert second.returncode == 0, err2

@@ -241,3 +241,18 @@ def test_portfolio_rows_carry_their_period_and_the_rating_total_is_us_only() -> 
     assert table.totals is not None and table.totals["energy_rating_score"] == 40
     text = text_of(doc)
     assert "UK DESNZ conversion factors 2025" in text and "LL97" in text
+
+
+def test_a_portfolio_summary_without_any_energy_data_says_so_first() -> None:
+    """Buildings, but no readings in the requested period: the document opens by saying so
+    (a table of dashes must not read as results); with data, no such note."""
+    empty = entry(city="London", state=None, country="GB")  # no benchmark: no data
+    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [empty], None)
+    first = doc.sections[0]
+    assert isinstance(first, Note) and first.title == "No energy data for this period"
+    assert "None of the 1 buildings has energy data" in first.text and "2025" in first.text
+    assert doc.data["buildings_with_energy_data"] == 0
+    with_data = entry(city="London", state=None, country="GB")
+    with_data["benchmark"] = _bench({"start": "2025-01-01", "end": "2025-12-31"}, 90, "GB")
+    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [with_data], None)
+    assert "No energy data" not in text_of(doc) and doc.data["buildings_with_energy_data"] == 1

@@ -27,6 +27,7 @@ from bpservice.reporting.document import (
     Facts,
     FactValue,
     Note,
+    Section,
     Table,
     Value,
     number,
@@ -523,11 +524,25 @@ def portfolio_summary(
                 ("Data quality grades", " · ".join(f"{g} {grades.get(g, 0)}" for g in "ABCDEF"))
             )
     title = TYPE_TITLES["portfolio_summary"]
+    # A table of dashes must not read as a report with results: say first that nothing was found.
+    missing: list[Section] = []
+    if not with_data:
+        missing.append(
+            Note(
+                "No energy data for this period",
+                f"None of the {len(rows)} buildings has energy data for the requested period "
+                f"({_period_text(report['period'])}). They are listed below without figures. "
+                "Import the readings for this period, or request a period that has them.",
+            )
+        )
+    data = _json_meta(report, organisation, title)
+    data["buildings_with_energy_data"] = with_data
     return Document(
         title,
         f"{organisation.get('name')} · {_filters_text(filters)}",
         _meta(report, organisation),
         [
+            *missing,
             Facts("Portfolio", facts, emphasis=True),
             Table(
                 "Buildings",
@@ -541,7 +556,7 @@ def portfolio_summary(
             ),
             Note("Method and factors", portfolio_method(rows)),
         ],
-        data=_json_meta(report, organisation, title),
+        data=data,
     )
 
 

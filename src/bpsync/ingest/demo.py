@@ -229,6 +229,7 @@ async def benchmarks(client: AsyncServiceClient) -> tuple[Any, list[dict[str, An
                     "eui_kwh_m2": result.eui_kwh_m2,
                     "carbon_kgco2e_m2": result.carbon_intensity_kgco2e_m2,
                     "svc_score": svc.score if svc else None,
+                    "svc_peers": (svc.peer_group, svc.peer_count) if svc else None,
                     "energy_rating": rating.score if rating else None,
                     "grade": result.data_quality_grade.value if result.data_quality_grade else None,
                 }
@@ -310,7 +311,14 @@ def _print(out: Any, lines: list[dict[str, Any]], portfolio: Any, rows: list[dic
         )
     out.print(t)
     b = Table(title="Benchmarks by building", header_style="bold")
-    for col in ("building", "EUI kWh/m²", "kgCO2e/m²", "svc score", "energy rating", "grade"):
+    for col in (
+        "building",
+        "EUI kWh/m²",
+        "kgCO2e/m²",
+        "svc score",
+        "energy rating",
+        "data quality",
+    ):
         b.add_column(col)
     for r in rows:
         b.add_row(
@@ -322,13 +330,46 @@ def _print(out: Any, lines: list[dict[str, Any]], portfolio: Any, rows: list[dic
             str(r["grade"] or "-"),
         )
     out.print(b)
+    for line in _footnotes(rows):
+        out.print(line, markup=False)
     dist = ", ".join(f"{g}: {n}" for g, n in sorted(portfolio.grade_distribution.items()))
     out.print(
         f"Portfolio benchmarks: {portfolio.building_count} buildings, "
         f"{portfolio.total_gfa_m2:,.0f} m², weighted EUI {_num(portfolio.weighted_eui_kwh_m2)} "
         f"kWh/m², weighted carbon {_num(portfolio.weighted_carbon_intensity_kgco2e_m2)} "
-        f"kgCO2e/m², weighted svc score {_num(portfolio.weighted_svc_score)}; grades {dist}"
+        f"kgCO2e/m², weighted svc score {_num(portfolio.weighted_svc_score)}; data quality "
+        f"grades {dist}"
     )
+
+
+# The service gives no svc score to a peer group smaller than this (decision B7).
+SVC_MIN_PEERS = 5
+
+
+def _footnotes(rows: list[dict[str, Any]]) -> list[str]:
+    """Why a column holds "-", and what "data quality" means (it is not an EPC band)."""
+    notes = []
+    small = sorted(
+        {r["svc_peers"] for r in rows if r["svc_score"] is None and r.get("svc_peers")},
+        key=str,
+    )
+    if small:
+        groups = ", ".join(f"{group}: {count}" for group, count in small)
+        notes.append(
+            "svc score: a percentile among the organisation's buildings of the same use and "
+            f"country; a group of fewer than {SVC_MIN_PEERS} buildings gets none "
+            f"(here {groups})."
+        )
+    if any(r["energy_rating"] is None for r in rows):
+        notes.append(
+            "energy rating: an ENERGY STAR-style 1-100 model; none where the model does not "
+            "cover the building's use or its data is not enough."
+        )
+    notes.append(
+        "data quality: A (meters fully covered, few anomalies) to F (no energy data), a grade "
+        "of the readings, not an energy-performance (EPC) band."
+    )
+    return notes
 
 
 def _num(value: float | None) -> str:
