@@ -29,6 +29,14 @@ def state_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_state_dir(APP_NAME))
 
 
+def package_dir(name: str) -> Path:
+    """A data folder shipped inside the package (`templates`, `sample_data`), found through
+    importlib.resources so it works from a wheel as from the repository."""
+    from importlib import resources
+
+    return Path(str(resources.files("bpsync").joinpath(name)))
+
+
 def config_file() -> Path:
     return config_dir() / "config.toml"
 

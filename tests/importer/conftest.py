@@ -11,9 +11,10 @@ import pytest
 from bpsync.client import AsyncServiceClient
 from bpsync.ingest import read_register
 from bpsync.ingest.register_submit import import_register
+from bpsync.paths import package_dir
 from tests.conftest import Service, isolate_bpsync
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLES = package_dir("sample_data")
 PROFILE = "test"
 
 

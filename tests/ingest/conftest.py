@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from openpyxl import Workbook
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+from bpsync.paths import package_dir
+
+SAMPLES = package_dir("sample_data")
 
 
 def write_xlsx(

@@ -17,6 +17,7 @@ from bpsync.client import AsyncServiceClient
 from bpsync.commands.watch import exit_code_of
 from bpsync.ingest import read_register
 from bpsync.ingest.register_submit import import_register
+from bpsync.paths import package_dir
 from bpsync.watch.status import read_status
 from bpsync.watch.summary import watch_status_lines
 from tests.conftest import Service, make_service_app
@@ -37,7 +38,7 @@ from tests.watch.conftest import (
     wait_for,
 )
 
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLES = package_dir("sample_data")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ Where things are:
   (its port dies with the run) and never becomes the default; one an older version saved is
   removed;
 - sample files and templates: `$BPSYNC_SAMPLE_DATA_DIR` / `$BPSYNC_TEMPLATES_DIR`, else the
-  repository's `sample_data/` and `templates/` next to `src/` (an editable install)."""
+  package data `bpsync/sample_data/` and `bpsync/templates/` (in a wheel as in the repository)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from bpsync.ingest.importer import ImportOptions, import_file
 from bpsync.ingest.problems import IngestError
 from bpsync.ingest.register import read_register
 from bpsync.ingest.register_submit import import_register
-from bpsync.paths import ensure_private_dir
+from bpsync.paths import ensure_private_dir, package_dir
 
 PROFILE = "demo"
 REGISTER = "portfolio_register.xlsx"
@@ -67,7 +67,7 @@ def sample_data_dir() -> Path:
     override = os.environ.get("BPSYNC_SAMPLE_DATA_DIR")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[3] / "sample_data"
+    return package_dir("sample_data")
 
 
 class EmbeddedServer:
@@ -247,11 +247,20 @@ def running_service(port: int = 0) -> Iterator[tuple[EmbeddedServer, Any, Path]]
 
 def run_demo(*, open_tui: bool, port: int = 0, out: Any, err: Any) -> int:
     """The whole demo; returns the exit code."""
+    try:
+        import uvicorn  # noqa: F401
+
+        import bpservice.app  # noqa: F401
+    except ImportError as exc:
+        raise IngestError(
+            f"the demo runs the reference service, whose dependencies are not installed "
+            f"({exc.name or exc}): pip install 'bpsync[service]'"
+        ) from None
     samples = sample_data_dir()
     if not (samples / REGISTER).is_file():
         raise IngestError(
-            f"sample data not found in {samples}: set BPSYNC_SAMPLE_DATA_DIR to the "
-            "repository's sample_data folder"
+            f"sample data not found in {samples}: reinstall bpsync, or set "
+            "BPSYNC_SAMPLE_DATA_DIR to a folder holding the sample files"
         )
     with running_service(port) as (server, app, folder):
         org = ensure_org(app, folder)

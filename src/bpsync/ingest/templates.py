@@ -20,6 +20,7 @@ import tomli_w
 from bpsync.ingest.dates import DateOrder, looks_like_month
 from bpsync.ingest.problems import IngestError
 from bpsync.ingest.values import Header, header_key, parse_header
+from bpsync.paths import package_dir
 
 Layout = Literal["long", "wide_meters", "wide_months"]
 MeterBy = Literal["meter_id", "external_ref", "building_name"]
@@ -47,11 +48,12 @@ ENV_TEMPLATES_DIR = "BPSYNC_TEMPLATES_DIR"
 
 
 def builtin_templates_dir() -> Path:
-    """The shipped templates: `$BPSYNC_TEMPLATES_DIR`, else the repository's `templates/`."""
+    """The shipped templates: `$BPSYNC_TEMPLATES_DIR`, else the package's `templates/` (package
+    data, so a wheel install has them; the repository's `templates/` links there)."""
     override = os.environ.get(ENV_TEMPLATES_DIR)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[3] / "templates"
+    return package_dir("templates")
 
 
 class TemplateError(IngestError):
