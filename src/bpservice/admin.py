@@ -87,6 +87,8 @@ def create_api_key(
 ) -> NewKey:
     if environment not in ENVIRONMENTS:
         raise AdminError(f"environment must be one of {', '.join(ENVIRONMENTS)}")
+    if session.get(Organisation, org_id) is None:
+        raise AdminError(f"no organisation {org_id} (bpservice admin list-keys shows the ids)")
     chosen = list(SCOPES) if scopes is None else list(dict.fromkeys(scopes))
     unknown = [s for s in chosen if s not in SCOPES]
     if unknown:
@@ -197,6 +199,9 @@ def create_oauth_app(
 ) -> Any:
     """Register an OAuth app; returns its client_id and the client_secret (shown once)."""
     from bpservice.oauth import store
+
+    if session.get(Organisation, org_id) is None:
+        raise AdminError(f"no organisation {org_id}")
 
     try:
         return store.create_client(

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -34,10 +35,21 @@ RedisOption = Annotated[
 ]
 
 
-def _db(db: str) -> Database:
+def _db(db: str, *, create: bool = False) -> Database:
+    """The service's database. Only commands that make a service (`bootstrap`, `create-org`)
+    may create a SQLite file; the others refuse a path that does not exist, so a missing --db
+    never silently makes an empty ./bpservice.db and then reports unknown ids."""
     from bpservice.app import prepare_schema
 
-    database = Database(database_url(db))
+    url = database_url(db)
+    if not create and url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.exists():
+            _fail(
+                f"no database at {path}: pass the service's database with --db (or "
+                "BPSERVICE_DB), or create one with `bpservice admin bootstrap --db PATH`"
+            )
+    database = Database(url)
     try:
         prepare_schema(database, Settings(database_url=database.url))
     except SchemaNotCurrent as exc:
@@ -274,7 +286,7 @@ def bootstrap_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Create an organisation, its owner and a sandbox and a production key with every scope."""
-    with _db(db).write() as session:
+    with _db(db, create=True).write() as session:
         try:
             info = admin.bootstrap(session, org_name=org_name, owner_email=owner_email)
         except admin.AdminError as exc:
@@ -295,7 +307,7 @@ def create_org(
     as_json: JsonOption = False,
 ) -> None:
     """Create an organisation with its first owner."""
-    with _db(db).write() as session:
+    with _db(db, create=True).write() as session:
         try:
             org = admin.create_organisation(session, name)
             owner = admin.create_user(session, org.id, owner_email, role="owner")

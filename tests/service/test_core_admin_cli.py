@@ -91,3 +91,23 @@ def test_admin_errors_exit_non_zero(tmp_path: Path) -> None:
         assert result.exit_code == 1, args
         assert "error:" in result.output
         assert "svc_" not in result.output
+
+
+def test_admin_without_a_database_says_so_instead_of_creating_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`bpservice admin create-key ORG` typed without --db in a folder with no database: an
+    error naming the missing file (none is created), not "organisation has no owner"."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BPSERVICE_DB", raising=False)
+    result = runner.invoke(app, ["admin", "create-key", "org_123"])
+    assert result.exit_code == 1
+    assert "no database at" in result.output and "--db" in result.output
+    assert not (tmp_path / "bpservice.db").exists()
+    listed = runner.invoke(app, ["admin", "list-keys"])
+    assert listed.exit_code == 1 and not (tmp_path / "bpservice.db").exists()
+    # with a database, an unknown organisation is named as such
+    db = str(tmp_path / "real.db")
+    run("admin", "bootstrap", "--db", db)
+    unknown = runner.invoke(app, ["admin", "create-key", "org_nothing", "--db", db])
+    assert unknown.exit_code == 1 and "no organisation org_nothing" in unknown.output

@@ -193,9 +193,13 @@ def register_import(
         for rule in register.rules:  # choices made by a documented rule are said, never silent
             out.print(f"note: {rule}", markup=False, highlight=False)
         verb = "would be " if dry_run else ""
-        for what in ("property", "building", "meter"):
+        for what, plural in (
+            ("property", "properties"),
+            ("building", "buildings"),
+            ("meter", "meters"),
+        ):
             out.print(
-                f"{what}s: {outcome.created[what]} {verb}created, {outcome.updated[what]} "
+                f"{plural}: {outcome.created[what]} {verb}created, {outcome.updated[what]} "
                 f"{verb}updated, {outcome.unchanged[what]} unchanged"
             )
         if outcome.linked:

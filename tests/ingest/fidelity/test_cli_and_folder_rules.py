@@ -160,6 +160,7 @@ def test_register_import_of_a_raw_pm_export_is_idempotent(env, tmp_path):
     assert dry.exit_code == 0, dry.output
     assert "one building named after the property" in dry.stdout
     assert "buildings: 3 would be created" in dry.stdout
+    assert "properties: 3 would be created" in dry.stdout and "propertys" not in dry.stdout
     first = invoke("--json", "register", "import", str(path))
     assert first.exit_code == 0, first.output
     out = json.loads(first.stdout)
