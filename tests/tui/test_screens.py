@@ -12,6 +12,7 @@ import keyring
 import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Input, Static
+from textual.widgets._footer import FooterKey
 
 from bpservice.workers.reports import generate_pending
 from bpsync.paths import config_file
@@ -98,6 +99,38 @@ async def test_sign_in_with_an_api_key_typed_into_the_masked_field(seeded: Seede
     # The key went to the keyring, never into the config file.
     assert seeded.service.test_key not in config_file().read_text()
     assert keyring.get_password("bpsync", "default:api_key") == seeded.service.test_key
+
+
+async def test_without_a_keyring_the_file_store_is_offered_with_its_warning(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """No OS keyring: the form offers the unencrypted file (with the warning) and uses it only
+    when ticked for this sign-in."""
+    from keyring.backends import fail as fail_backend
+
+    from bpsync.paths import state_dir
+
+    keyring.set_keyring(fail_backend.Keyring())
+    msgs = Messages()
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=msgs) as pilot:
+        box = app.screen.query_one("#file-store")
+        await until(pilot, lambda: box.display)
+        assert "unencrypted file" in str(box.label) and "no OS keyring" in str(box.label)
+        app.screen.query_one("#base-url", Input).value = seeded.service.base_url
+        key_input = app.screen.query_one("#api-key", Input)
+        key_input.value = seeded.service.test_key
+        key_input.focus()
+        await pilot.press("enter")  # not ticked: refused, nothing written
+        await until(pilot, lambda: msgs.of(M.ActionFailed))
+        assert "keyring" in msgs.of(M.ActionFailed)[0].message.lower()
+        assert not (state_dir() / "secrets.json").exists()
+        box.value = True
+        key_input.focus()
+        await pilot.press("enter")
+        await open_portfolio(pilot, app)
+    assert (state_dir() / "secrets.json").exists()
+    assert 'secret_store = "file"' in config_file().read_text()
 
 
 async def test_oauth_sign_in_through_the_browser_and_cancel(service: Service) -> None:
@@ -538,7 +571,53 @@ async def test_every_section_fits_80x24_with_the_live_badge(service: Service) ->
             assert screen.query_one(EnvBadge).region.right <= 80
             for widget in screen.query("Footer, #note, DataTable, DirectoryTree"):
                 assert widget.region.bottom <= 24, widget
+            # Quit and Help are the first keys of the footer, whole within 80 columns
+            keys = [k for k in screen.query(FooterKey) if "-command-palette" not in k.classes]
+            assert [k.action for k in keys[:2]] == ["quit", "help"], name
+            assert all(k.region.right <= 80 for k in keys[:2]), name
         assert not msgs.of(M.ActionFailed)
+
+
+async def test_a_half_typed_country_is_refused_here_not_sent(seeded: Seeded) -> None:
+    """One letter in the country filter is never sent (the service would answer 422): Enter says
+    what the field takes and stays there; digits cannot be typed; a full code filters."""
+    login(seeded.service)
+    msgs = Messages()
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=msgs) as pilot:
+        await open_portfolio(pilot, app)
+        field = app.screen.query_one("#country", Input)
+        field.focus()
+        await pilot.press("f", "1")
+        assert field.value == "f"  # the digit was not taken
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "two-letter code" in text(app, "#note") and app.focused is field
+        app.screen.query_one("#sort").value = "-name"  # a reload, still without the half code
+        await pilot.pause()
+        await pilot.press("r", "enter")  # "fr": France
+        await until(pilot, lambda: app.focused is not field)
+        await until(
+            pilot, lambda: [r[0] for r in rows(app, "#properties")] == ["Galerie Haussmann"]
+        )
+        assert not msgs.of(M.ActionFailed)
+
+
+async def test_c_copies_the_selected_id_whole(seeded: Seeded) -> None:
+    """Tables cut long ids: c puts the selected row's id on the clipboard and in the note."""
+    login(seeded.service)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_portfolio(pilot, app)
+        table = app.screen.query_one(DataTable)
+        table.focus()
+        await pilot.press("down")
+        expected = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        assert expected.startswith("prp_")
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.clipboard == expected
+        assert f"Copied {expected}" in text(app, "#note")
 
 
 # --- user text is never markup (issue 11) ---------------------------------------------------------
@@ -616,12 +695,12 @@ async def test_ctrl_o_opens_profiles_and_signing_in_again_works(seeded: Seeded) 
 
 # Every binding of the app and its screens, where it is pressed below.
 SCREEN_KEYS = {
-    "PortfolioScreen": ["slash", "escape", "f", "escape", "s", "r", "b"],
-    "PropertyScreen": ["r"],
-    "BuildingScreen": ["r", "b"],
+    "PortfolioScreen": ["slash", "escape", "f", "escape", "s", "r", "c", "b"],
+    "PropertyScreen": ["r", "c"],
+    "BuildingScreen": ["r", "c", "b"],
     "BenchmarksScreen": ["p", "r"],
     "PortfolioBenchmarksScreen": ["r"],
-    "ReportsScreen": ["r", "d", "ctrl+g"],
+    "ReportsScreen": ["r", "d", "c", "ctrl+g"],
     "SyncStatusScreen": ["r"],
     "ImportWizardScreen": ["ctrl+right", "ctrl+left", "ctrl+s", "ctrl+x"],
 }

@@ -17,6 +17,7 @@ from bpsync.client.models import (
     Reading,
     UseTypeArea,
 )
+from bpsync.tui.widgets.plain import right
 from bpsync.vocab import DATA_QUALITY_GRADES, USE_TYPES
 
 PROPERTY_TYPES = USE_TYPES  # property types and use types are one vocabulary (D8)
@@ -135,8 +136,8 @@ def property_row(prop: Property) -> tuple[Any, ...]:
         prop.type,
         prop.address.city,
         prop.address.country,
-        str(prop.building_count),
-        number(prop.total_gfa_m2),
+        right(str(prop.building_count)),
+        right(number(prop.total_gfa_m2)),
         status,
     )
 
@@ -169,9 +170,9 @@ def reading_row(reading: Reading, locked_through: dt.date | None) -> tuple[Any, 
     return (
         reading.start_date.isoformat(),
         reading.end_date.isoformat(),
-        number(reading.consumption, 1),
+        right(number(reading.consumption, 1)),
         reading.unit,
-        number(reading.cost, 2) if reading.cost is not None else DASH,
+        right(number(reading.cost, 2) if reading.cost is not None else DASH),
         flags_text(reading.anomaly_flags),
         Text("🔒 locked", style="bold magenta") if locked else Text(""),
     )

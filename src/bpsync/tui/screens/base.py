@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from bpsync.tui.app import BPSyncApp
 
 T = TypeVar("T")
+ID_SHAPE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9]+$")  # prp_…, bld_…, mtr_…, rdg_…, rpt_…
 
 # Failures a worker expects and reports as ActionFailed; anything else is a bug, which the
 # worker-state handler still turns into a notification (workers run with exit_on_error=False).
@@ -41,9 +43,12 @@ def failure(action: str, exc: BaseException) -> ActionFailed:
 
 
 class AppScreen(Screen[Any]):
-    """Base of the app's screens. Subclasses compose `TopBar(...)` and `Footer()` themselves."""
+    """Base of the app's screens. Subclasses compose `TopBar(...)` and `AppFooter()` themselves."""
 
-    BINDINGS = [Binding("escape", "back", "Back", id="screen.back")]
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="screen.back"),
+        Binding("c", "copy_id", "Copy id", id="screen.copy_id", show=False),
+    ]
 
     @property
     def bpsync(self) -> BPSyncApp:
@@ -67,6 +72,27 @@ class AppScreen(Screen[Any]):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1 and self.app.screen is self:
             self.app.pop_screen()
+
+    def selected_id(self) -> str | None:
+        """The id of the row under the cursor of the focused table (rows are keyed by id)."""
+        from textual.widgets import DataTable
+
+        table = self.focused
+        if not isinstance(table, DataTable) or not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return key if isinstance(key, str) and ID_SHAPE.match(key) else None
+
+    def action_copy_id(self) -> None:
+        """c: put the selected row's id on the clipboard (tables cut long ids) and show it whole
+        in the note line, for terminals that do not pass the clipboard through."""
+        found = self.selected_id()
+        if found is None:
+            self.notify("Select a row of a table first.", severity="warning")
+            return
+        self.app.copy_to_clipboard(found)
+        self.inline(f"Copied {found}", error=False)
+        self.notify(f"Copied {found} to the clipboard.")
 
     def inline(self, text: str, error: bool = True) -> None:
         """Show a message in the screen's `#note` line, when it has one."""

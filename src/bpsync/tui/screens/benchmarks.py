@@ -7,7 +7,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Input, Label, Select, Static
+from textual.widgets import Input, Label, Select, Static
 
 from bpsync.tui.format import (
     GRADES,
@@ -21,6 +21,8 @@ from bpsync.tui.messages import BenchmarksLoaded, HistoryLoaded, PortfolioBenchm
 from bpsync.tui.screens.base import AppScreen
 from bpsync.tui.screens.detail import fields_table
 from bpsync.tui.widgets.charts import BarChart, LineChart
+from bpsync.tui.widgets.country import CountryInput
+from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.topbar import TopBar
 
 PERIOD_CHOICES = (4, 8, 12, 20)
@@ -59,7 +61,7 @@ class BenchmarksScreen(AppScreen):
                 yield LineChart("EUI kWh/m²", id="eui-chart")
                 yield LineChart("svc score", id="score-chart")
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.load()
@@ -123,7 +125,7 @@ class PortfolioBenchmarksScreen(AppScreen):
             yield Select(
                 [(t, t) for t in PROPERTY_TYPES], prompt="any use type", id="bm-type", compact=True
             )
-            yield Input(placeholder="country", id="bm-country", max_length=2, compact=True)
+            yield CountryInput(id="bm-country")
             yield Select(
                 [(f"grade {g} or better", g) for g in GRADES],
                 prompt="any grade",
@@ -134,7 +136,7 @@ class PortfolioBenchmarksScreen(AppScreen):
             yield Static("Loading…", id="figures")
             yield BarChart("Buildings by data-quality grade", id="grades-chart")
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.load(self.filters())
@@ -142,10 +144,9 @@ class PortfolioBenchmarksScreen(AppScreen):
     def filters(self) -> dict[str, str]:
         type_ = self.query_one("#bm-type", Select).value
         grade = self.query_one("#bm-grade", Select).value
-        country = self.query_one("#bm-country", Input).value.strip().upper()
         found = {
             "type": type_ if isinstance(type_, str) else None,
-            "country": country or None,
+            "country": self.query_one("#bm-country", CountryInput).code,
             "min_grade": grade if isinstance(grade, str) else None,
         }
         return {k: v for k, v in found.items() if v}
@@ -153,6 +154,10 @@ class PortfolioBenchmarksScreen(AppScreen):
     @on(Select.Changed)
     @on(Input.Submitted, "#bm-country")
     def _changed(self) -> None:
+        problem = self.query_one("#bm-country", CountryInput).problem
+        if problem:
+            self.inline(problem)
+            return
         self.load(self.filters())
 
     def action_reload(self) -> None:

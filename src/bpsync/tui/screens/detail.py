@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from bpsync.client import errors as E
 from bpsync.client.models import Building, Meter, Property, Reading
@@ -26,10 +26,11 @@ from bpsync.tui.messages import (
     ReadingsPage,
 )
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure
-from bpsync.tui.widgets.plain import PlainTable, plain
+from bpsync.tui.widgets.footer import AppFooter
+from bpsync.tui.widgets.plain import PlainTable, plain, right
 from bpsync.tui.widgets.topbar import TopBar
 
-READING_COLUMNS = ("Start", "End", "Consumption", "Unit", "Cost", "Flags", "Lock")
+READING_COLUMNS = ("Start", "End", right("Consumption"), "Unit", right("Cost"), "Flags", "Lock")
 READINGS_PAGE = 50
 
 
@@ -64,11 +65,11 @@ class PropertyScreen(AppScreen):
         yield Static("Buildings", classes="section-title")
         yield PlainTable(id="buildings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one("#buildings", DataTable).add_columns(
-            "Name", "Primary use", "GFA m²", "Built", "Floors", "Quality", "Status"
+            "Name", "Primary use", right("GFA m²"), "Built", right("Floors"), "Quality", "Status"
         )
         self.query_one("#buildings", DataTable).focus()
         self.load()
@@ -115,9 +116,9 @@ class PropertyScreen(AppScreen):
             table.add_row(
                 b.name,
                 b.primary_use_type,
-                number(b.gfa_m2),
+                right(number(b.gfa_m2)),
                 str(b.year_built),
-                str(b.floors),
+                right(str(b.floors)),
                 b.data_quality_grade.value,
                 b.status,
                 key=b.id,
@@ -170,7 +171,7 @@ class BuildingScreen(AppScreen):
         yield Static("", id="readings-title", classes="section-title")
         yield PlainTable(id="readings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one("#meters", DataTable).add_columns(

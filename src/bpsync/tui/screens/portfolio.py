@@ -10,16 +10,18 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from bpsync.client.models import Property
 from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, property_row
 from bpsync.tui.messages import ArchiveDone, PropertiesPage
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen
-from bpsync.tui.widgets.plain import PlainTable
+from bpsync.tui.widgets.country import CountryInput
+from bpsync.tui.widgets.footer import AppFooter
+from bpsync.tui.widgets.plain import PlainTable, right
 from bpsync.tui.widgets.topbar import TopBar
 
-COLUMNS = ("Name", "Type", "City", "Country", "Bldgs", "GFA m²", "Status")
+COLUMNS = ("Name", "Type", "City", "Country", right("Bldgs"), right("GFA m²"), "Status")
 # Start fetching the next page when the cursor or the scroll position is this close to the end.
 PREFETCH_ROWS = 10
 SEARCH_PAGE_SIZE = 200  # a search scans every page; the biggest pages cost the fewest requests
@@ -60,12 +62,12 @@ class PortfolioScreen(AppScreen):
             yield Select(
                 [(t, t) for t in PROPERTY_TYPES], prompt="any type", id="type", compact=True
             )
-            yield Input(placeholder="country", id="country", max_length=2, compact=True)
+            yield CountryInput(id="country")
             yield Select(list(SORTS), value="name", allow_blank=False, id="sort", compact=True)
         yield PlainTable(id="properties", cursor_type="row", zebra_stripes=True)
         yield Static("", id="status", classes="statusline")
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#properties", DataTable)
@@ -78,10 +80,10 @@ class PortfolioScreen(AppScreen):
 
     def query_params(self) -> dict[str, Any]:
         type_ = self.query_one("#type", Select).value
-        country = self.query_one("#country", Input).value.strip().upper()
         return {
             "type": type_ if isinstance(type_, str) else None,
-            "country": country or None,
+            # half a code is no filter: never sent (the service would answer 422)
+            "country": self.query_one("#country", CountryInput).code,
             "sort": self.query_one("#sort", Select).value,
         }
 
@@ -217,12 +219,20 @@ class PortfolioScreen(AppScreen):
             self.reload()
 
     @on(Input.Submitted, "#search")
-    def _submitted(self) -> None:
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
         self.reload()
         self.query_one("#properties", DataTable).focus()
 
     @on(Input.Submitted, "#country")
-    def _country_done(self) -> None:
+    def _country_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        problem = self.query_one("#country", CountryInput).problem
+        if problem:  # stay in the field and say what it takes
+            self.inline(problem)
+            return
+        self.inline("", error=False)
+        self._filters_changed()
         self.query_one("#properties", DataTable).focus()
 
     @on(Input.Changed, "#country")

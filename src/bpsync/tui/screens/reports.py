@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Footer, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
 
 from bpsync.client import errors as E
 from bpsync.client.models import Report, ReportStatus, ReportTemplate, ReportType
@@ -26,6 +26,8 @@ from bpsync.tui.messages import (
     ReportUpdated,
 )
 from bpsync.tui.screens.base import AppScreen, failure
+from bpsync.tui.widgets.country import CountryInput
+from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 
@@ -91,7 +93,7 @@ class ReportsScreen(AppScreen):
                 yield Select(
                     [(t, t) for t in PROPERTY_TYPES], prompt="any use", id="r-ftype", compact=True
                 )
-                yield Input(placeholder="country", id="r-fcountry", max_length=2, compact=True)
+                yield CountryInput(id="r-fcountry")
                 yield Select([], prompt="template", id="r-template", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("Save to", classes="form-label")
@@ -102,7 +104,7 @@ class ReportsScreen(AppScreen):
             yield Static("", id="report-detail")
             yield ProgressBar(id="download", show_eta=False)
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         start, end = default_period(self.bpsync.clock().date())
@@ -184,7 +186,10 @@ class ReportsScreen(AppScreen):
             body["building_id"] = building
         else:
             ftype = self.query_one("#r-ftype", Select).value
-            country = self.query_one("#r-fcountry", Input).value.strip().upper()
+            field = self.query_one("#r-fcountry", CountryInput)
+            if field.problem:
+                raise ValueError(field.problem)
+            country = field.code
             filters = {
                 k: v
                 for k, v in {

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import (
     Button,
-    Footer,
+    Checkbox,
     Input,
     Label,
     OptionList,
@@ -30,6 +30,7 @@ from bpsync.config import DEFAULT_PROFILE, Profile, validate_name
 from bpsync.tui import connection as conn
 from bpsync.tui.messages import KeyStored, OAuthStarted, SignedIn
 from bpsync.tui.screens.base import AppScreen, failure
+from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.topbar import TopBar
 
 
@@ -110,11 +111,32 @@ class SignInScreen(AppScreen):
                         yield Label("Client secret (kept in the secret store)")
                         yield Input(password=True, id="client-secret", compact=True)
                         yield Button("Sign in with the browser", id="oauth", compact=True)
+                # Only where there is no OS keyring: the explicit, warned opt-in (never implied).
+                yield Checkbox(
+                    "Keep the secret in an unencrypted file (0600) because this machine has no "
+                    "OS keyring: anyone who can read your files can use it",
+                    id="file-store",
+                    compact=True,
+                )
                 yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
+        self.query_one("#file-store", Checkbox).display = False
         self.load_profiles()
+
+    def _offer_file_store(self, problem: str | None) -> None:
+        box = self.query_one("#file-store", Checkbox)
+        box.display = problem is not None
+        if problem is not None:
+            box.tooltip = f"No OS keyring: {problem}"
+
+    def _with_store(self, profile: Profile) -> Profile:
+        """The secret store this sign-in asked for: the keyring, or the file when ticked."""
+        ticked = self.query_one("#file-store", Checkbox)
+        return replace(
+            profile, secret_store="file" if ticked.display and ticked.value else "keyring"
+        )
 
     # --- profiles --------------------------------------------------------------------------------
 
@@ -130,6 +152,7 @@ class SignInScreen(AppScreen):
             chosen = Profile(name=self.initial or DEFAULT_PROFILE)
             config, names = None, []
         self.app.call_from_thread(self._show_profiles, names, chosen, config)
+        self.app.call_from_thread(self._offer_file_store, conn.keyring_problem())
 
     def _show_profiles(self, names: list[str], chosen: Profile, config: Any) -> None:
         options = self.query_one("#profiles", OptionList)
@@ -240,7 +263,7 @@ class SignInScreen(AppScreen):
             self.inline("Paste an API key first.")
             return
         profile = replace(self.selected, base_url=base_url or self.selected.base_url)
-        self.save_key(profile, key)
+        self.save_key(self._with_store(profile), key)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def save_key(self, profile: Profile, key: str) -> None:
@@ -269,7 +292,7 @@ class SignInScreen(AppScreen):
         secret = self.query_one("#client-secret", Input).value.strip()
         base_url = self.query_one("#base-url", Input).value.strip() or self.selected.base_url
         profile = replace(self.selected, client_id=client_id, base_url=base_url)
-        self.oauth(profile, secret or None)
+        self.oauth(self._with_store(profile), secret or None)
 
     @work(exclusive=True, group="oauth", exit_on_error=False)
     async def oauth(self, profile: Profile, secret: str | None) -> None:

@@ -9,12 +9,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from bpsync.tui.format import DASH, elapsed, moment
 from bpsync.tui.messages import SyncStatusLoaded
 from bpsync.tui.screens.base import AppScreen
 from bpsync.tui.screens.detail import fields_table
+from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 from bpsync.watch.status import StatusFileError, is_stale, read_status, status_path
@@ -41,7 +42,7 @@ class SyncStatusScreen(AppScreen):
         yield Static("Recent files", classes="section-title")
         yield PlainTable(id="ledger", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one("#ledger", DataTable).add_columns(

@@ -21,7 +21,6 @@ from textual.widgets import (
     ContentSwitcher,
     DataTable,
     DirectoryTree,
-    Footer,
     Input,
     Label,
     ProgressBar,
@@ -54,6 +53,7 @@ from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
 from bpsync.tui.messages import SubmitProgress, WizardStep
 from bpsync.tui.screens.base import AppScreen
+from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
 
@@ -193,7 +193,7 @@ class ImportWizardScreen(AppScreen):
             yield Button("◀ Back", id="wiz-back", compact=True)
             yield Button("Next ▶", id="wiz-next", variant="primary", compact=True)
         yield Static("", id="note")
-        yield Footer()
+        yield AppFooter()
 
     def on_mount(self) -> None:
         self.query_one("#mapping-table", DataTable).add_columns("Field", "Column", "Read as")

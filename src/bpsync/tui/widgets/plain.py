@@ -18,6 +18,11 @@ def plain(value: Any) -> Any:
     return Text(value) if isinstance(value, str) else value
 
 
+def right(value: str) -> Text:
+    """A number (or its column header) set flush right, so digits line up under their header."""
+    return Text(value, justify="right")
+
+
 class PlainTable(DataTable):
     """A DataTable whose string cells are shown literally."""
 
