@@ -31,7 +31,7 @@ from bpservice import admin
 from bpservice.app import create_app
 from bpservice.settings import RateLimits, Settings
 from bpsync.client import AsyncServiceClient
-from bpsync.ingest.demo import EmbeddedServer
+from bpsync.commands.demo import EmbeddedServer
 from bpsync.ingest.importer import ImportOptions, import_file
 
 

@@ -392,7 +392,7 @@ def test_oauth_login_from_the_command_line(
     oauth_app = setup_oauth(service)
     assert oauth_app.client_secret is not None
     opened: list[str] = []
-    monkeypatch.setattr("bpsync.cli.webbrowser.open", open_in_thread(opened))
+    monkeypatch.setattr("bpsync.cli.account.webbrowser.open", open_in_thread(opened))
     result = invoke(
         cli,
         "login",

@@ -9,6 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +42,11 @@ from bpsync.client.users import Users
 from bpsync.client.webhooks import Webhooks
 from bpsync.config import Profile
 from bpsync.paths import state_dir
+
+
+def oauth_lock_path(profile: str) -> Path:
+    """The file lock that serialises OAuth token refreshes of a profile across processes."""
+    return state_dir() / "locks" / f"{profile}.oauth.lock"
 
 
 def secret_store_for(profile: Profile) -> SecretStore:
@@ -88,7 +94,7 @@ def credentials_for(
         profile.client_id,
         Secret(client_secret) if client_secret else None,
     )
-    tokens = TokenStore(store, profile.name, state_dir() / "locks" / f"{profile.name}.oauth.lock")
+    tokens = TokenStore(store, profile.name, oauth_lock_path(profile.name))
     return OAuthAuth(app, tokens, identity=f"user-{profile.name}", clock=clock)
 
 

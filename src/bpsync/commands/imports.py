@@ -1,6 +1,6 @@
 """Commands of the import engine: `import`, `register import`, `templates`, `meters link`, `demo`.
 
-They are attached to `bpsync.cli.app` by the lead, one line each (see `attach` for the exact set);
+They are attached to `bpsync.cli.app.app` by `bpsync.cli.main` (see `attach` for the exact set);
 the shared helpers (state, profile and client construction, the environment banner, exit codes,
 JSON output) come from `bpsync.cli`, imported as a module so either side may import the other
 first."""
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-import bpsync.cli as cli
+from bpsync.cli import output as cli
 from bpsync.client import errors as E
 from bpsync.config import ConfigError
 from bpsync.ingest.importer import ImportOptions, import_file
@@ -397,7 +397,7 @@ def demo_command(
     """Start a local service with a sandbox organisation, import the sample register and bills
     through the real import engine, print the portfolio's benchmarks, then open the terminal app.
     Re-running reuses the same data (imports are no-ops)."""
-    from bpsync.ingest.demo import run_demo
+    from bpsync.commands.demo import run_demo
 
     state = cli._state(ctx, None, False)
     cli._logging(state.verbose)

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-import bpsync.cli as cli
+from bpsync.cli import output as cli
 from bpsync.config import ConfigError
 from bpsync.ingest.importer import ImportOptions
 from bpsync.ingest.plan import DEFAULT_HEADROOM

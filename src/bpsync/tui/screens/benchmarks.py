@@ -19,10 +19,10 @@ from bpsync.tui.format import (
 )
 from bpsync.tui.messages import BenchmarksLoaded, HistoryLoaded, PortfolioBenchmarkLoaded
 from bpsync.tui.screens.base import AppScreen
-from bpsync.tui.screens.detail import fields_table
 from bpsync.tui.widgets.charts import BarChart, LineChart
 from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
+from bpsync.tui.widgets.plain import fields_table
 from bpsync.tui.widgets.topbar import TopBar
 
 PERIOD_CHOICES = (4, 8, 12, 20)

@@ -5,10 +5,7 @@ marked from the building's lock), and reading deletion with confirmation."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
-from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,25 +24,11 @@ from bpsync.tui.messages import (
 )
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure
 from bpsync.tui.widgets.footer import AppFooter
-from bpsync.tui.widgets.plain import PlainTable, plain, right
+from bpsync.tui.widgets.plain import PlainTable, fields_table, right
 from bpsync.tui.widgets.topbar import TopBar
 
 READING_COLUMNS = ("Start", "End", right("Consumption"), "Unit", right("Cost"), "Flags", "Lock")
 READINGS_PAGE = 50
-
-
-def fields_table(rows: Sequence[tuple[str, Any]], columns: int = 2) -> Table:
-    """Label/value pairs laid out in `columns` column pairs."""
-    table = Table.grid(padding=(0, 2), expand=True)
-    for _ in range(columns):
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column(ratio=1)
-    for i in range(0, len(rows), columns):
-        cells: list[Any] = []
-        for label, value in rows[i : i + columns]:
-            cells += [label, plain(value)]  # values are names and ids users typed
-        table.add_row(*cells)
-    return table
 
 
 class PropertyScreen(AppScreen):

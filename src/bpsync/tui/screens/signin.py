@@ -26,6 +26,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from bpsync.client import errors as E
+from bpsync.client.auth import keyring_problem
 from bpsync.config import DEFAULT_PROFILE, Profile, validate_name
 from bpsync.tui import connection as conn
 from bpsync.tui.messages import KeyStored, OAuthStarted, SignedIn
@@ -152,7 +153,7 @@ class SignInScreen(AppScreen):
             chosen = Profile(name=self.initial or DEFAULT_PROFILE)
             config, names = None, []
         self.app.call_from_thread(self._show_profiles, names, chosen, config)
-        self.app.call_from_thread(self._offer_file_store, conn.keyring_problem())
+        self.app.call_from_thread(self._offer_file_store, keyring_problem())
 
     def _show_profiles(self, names: list[str], chosen: Profile, config: Any) -> None:
         options = self.query_one("#profiles", OptionList)

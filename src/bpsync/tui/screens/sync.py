@@ -14,9 +14,8 @@ from textual.widgets import DataTable, Static
 from bpsync.tui.format import DASH, elapsed, moment
 from bpsync.tui.messages import SyncStatusLoaded
 from bpsync.tui.screens.base import AppScreen
-from bpsync.tui.screens.detail import fields_table
 from bpsync.tui.widgets.footer import AppFooter
-from bpsync.tui.widgets.plain import PlainTable
+from bpsync.tui.widgets.plain import PlainTable, fields_table
 from bpsync.tui.widgets.topbar import TopBar
 from bpsync.watch.status import StatusFileError, is_stale, read_status, status_path
 

@@ -7,8 +7,10 @@ turn plain strings into `rich.text.Text` (styled Text passed in is kept as it is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -31,3 +33,17 @@ class PlainTable(DataTable):
 
     def update_cell(self, row_key: Any, column_key: Any, value: Any, **kwargs: Any) -> None:
         super().update_cell(row_key, column_key, plain(value), **kwargs)
+
+
+def fields_table(rows: Sequence[tuple[str, Any]], columns: int = 2) -> Table:
+    """Label/value pairs laid out in `columns` column pairs."""
+    table = Table.grid(padding=(0, 2), expand=True)
+    for _ in range(columns):
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(ratio=1)
+    for i in range(0, len(rows), columns):
+        cells: list[Any] = []
+        for label, value in rows[i : i + columns]:
+            cells += [label, plain(value)]  # values are names and ids users typed
+        table.add_row(*cells)
+    return table
