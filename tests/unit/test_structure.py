@@ -101,8 +101,9 @@ def functions(path: Path) -> Iterator[tuple[str, int]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            yield f"{path.relative_to(SRC)}:{node.lineno} {node.name}", (
-                (node.end_lineno or node.lineno) - node.lineno + 1
+            yield (
+                f"{path.relative_to(SRC)}:{node.lineno} {node.name}",
+                ((node.end_lineno or node.lineno) - node.lineno + 1),
             )
 
 

@@ -411,7 +411,7 @@ def readings_add(
     show(state, run(ctx, lambda c: c.readings.create(building_id, meter_id, body)))
 
 
-READING_COLUMNS = ("start_date", "end_date", "consumption", "cost", "cost_currency", "demand_kw")
+SUBMIT_COLUMNS = ("start_date", "end_date", "consumption", "cost", "cost_currency", "demand_kw")
 
 
 def _load_readings(path: Path) -> list[dict[str, Any]]:
@@ -426,7 +426,7 @@ def _load_readings(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}: expected a JSON list of readings")
         return [_checked_reading(path, i + 1, "item", row) for i, row in enumerate(data)]
     reader = csv.DictReader(text.splitlines())
-    unknown = [h for h in (reader.fieldnames or []) if h and h.strip() not in READING_COLUMNS]
+    unknown = [h for h in (reader.fieldnames or []) if h and h.strip() not in SUBMIT_COLUMNS]
     if unknown:
         hint = (
             " (readings are stored in the meter's own unit; `bpsync import` reads a unit "
@@ -436,7 +436,7 @@ def _load_readings(path: Path) -> list[dict[str, Any]]:
         )
         raise ValueError(
             f"{path}: column(s) {', '.join(map(repr, unknown))} not accepted{hint}; the "
-            f"columns are {', '.join(READING_COLUMNS)}"
+            f"columns are {', '.join(SUBMIT_COLUMNS)}"
         )
     rows = []
     for number, row in enumerate(reader, start=2):  # row 1 is the header, as in a spreadsheet
@@ -451,7 +451,7 @@ def _checked_reading(path: Path, number: int, kind: str, item: Any) -> dict[str,
     from bpsync.client.models import ReadingInput
 
     if not isinstance(item, dict):
-        raise ValueError(f"{path}, {kind} {number}: expected an object with {READING_COLUMNS}")
+        raise ValueError(f"{path}, {kind} {number}: expected an object with {SUBMIT_COLUMNS}")
     try:
         ReadingInput.model_validate(item)
     except ModelError as exc:

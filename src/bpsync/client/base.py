@@ -1,4 +1,6 @@
-"""The request loop: rate-limit pacing, credentials, ETags, error mapping, retries.
+"""The request path, in layers (as httpx and the OpenAI SDK build theirs): `CredentialsAuth` (an
+httpx auth flow: the header, and one refresh-and-resend on a refused token), `_attempt` (pacing,
+the ETag cache, error mapping) and `request` (a loop that only retries).
 
 Everything that decides (should this failure be retried? how long to wait? which exception?) is a
 pure function here and is table-tested; the loop only sends, sleeps and asks those functions.
@@ -11,8 +13,8 @@ import email.utils
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
@@ -181,6 +183,53 @@ def transport_problem(exc: httpx.TransportError, base_url: str) -> str:
 Sleep = Callable[[float], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class Call:
+    """What the caller asked for, the same on every attempt."""
+
+    method: str
+    path: str
+    params: dict[str, Any]
+    json: Any
+    kinds: list[str]  # the rate-limit classes it counts against
+    stream: bool
+
+
+@dataclass
+class Outcome:
+    """One attempt's result: a response to return, or an error and how it failed."""
+
+    request: httpx.Request
+    response: httpx.Response | None = None
+    error: BPSyncError | None = None
+    failure: Failure | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class CredentialsAuth(httpx.Auth):
+    """httpx's auth flow over our credentials: the Authorization header on every request, and
+    when the service refuses a refreshable token (revoked, or expired early), one refresh and
+    one resend, paced like any request."""
+
+    def __init__(
+        self, credentials: Credentials, pace: Callable[[list[str]], Awaitable[None]]
+    ) -> None:
+        self.credentials = credentials
+        self.pace = pace
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = await self.credentials.authorization()
+        response = yield request
+        if response.status_code == 401 and self.credentials.refreshable:
+            await response.aread()
+            await self.credentials.invalidate()
+            await self.pace(request.extensions.get("bpsync.kinds", []))
+            request.headers["Authorization"] = await self.credentials.authorization()
+            yield request
+
+
 class BaseClient:
     """Sends requests to `base_url` with `credentials`; shared by every resource."""
 
@@ -213,6 +262,7 @@ class BaseClient:
             headers={"User-Agent": f"bpsync/{__version__}", "Accept": "application/json"},
         )
         self.last_rate_limit: dict[str, str] = {}
+        self._auth = CredentialsAuth(credentials, self._pace)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -246,94 +296,36 @@ class BaseClient:
         idempotent: bool | None = None,
         stream: bool = False,
     ) -> httpx.Response:
-        """Send with retries; returns a successful response (2xx, or a cached body on 304)."""
+        """Send with retries; returns a successful response (2xx, or a cached body on 304).
+        This loop only decides about retries: one attempt (pacing, credentials, the ETag cache,
+        error mapping) is `_attempt`."""
         method = method.upper()
-        kinds = limit_classes(method, path, self.credentials.kind)
-        clean_params = {k: v for k, v in (params or {}).items() if v is not None}
-        use_cache = method == "GET" and not stream
+        call = Call(
+            method,
+            path,
+            {k: v for k, v in (params or {}).items() if v is not None},
+            json,
+            limit_classes(method, path, self.credentials.kind),
+            stream,
+        )
         attempt = 0
-        reauthorized = False
         maybe_applied = False  # an earlier attempt may have reached the service
         while True:
-            await self._pace(kinds)
-            headers = {"Authorization": await self.credentials.authorization()}
-            request = self._http.build_request(
-                method, path, params=clean_params, json=json, headers=headers
-            )
-            url = str(request.url)
-            cached = self.etags.get(self.credentials.identity, url) if use_cache else None
-            if cached is not None:
-                request.headers["If-None-Match"] = cached.etag
-            started = time.monotonic()
-            error: BPSyncError
-            response_headers: Mapping[str, str] = {}
-            try:
-                response = await self._http.send(request, stream=stream)
-            except httpx.TransportError as exc:
-                if self.limiter is not None:
-                    self.limiter.failed(kinds)
-                failure, cls = failure_of(exc)
-                error = cls(transport_problem(exc, self.base_url), method=method, path=path)
-                log.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt + 1)
-            else:
-                self._learn(response, kinds)
-                log.debug(
-                    "%s %s -> %d in %.0f ms (attempt %d)",
-                    method,
-                    path,
-                    response.status_code,
-                    (time.monotonic() - started) * 1000,
-                    attempt + 1,
-                )
-                if response.status_code == 304 and cached is not None:
-                    self.etags.hits += 1
-                    return httpx.Response(
-                        200,
-                        content=cached.content,
-                        headers={"content-type": cached.content_type, "etag": cached.etag},
-                        request=request,
-                    )
-                if response.status_code < 400:
-                    if use_cache:
-                        await response.aread()
-                        self.etags.store(
-                            self.credentials.identity,
-                            url,
-                            response.headers.get("etag"),
-                            response.content,
-                            response.headers.get("content-type", ""),
-                        )
-                    return response
-                await response.aread()
-                await response.aclose()
-                if (
-                    response.status_code == 401
-                    and self.credentials.refreshable
-                    and not reauthorized
-                ):
-                    reauthorized = True  # the token may have been revoked or expired early
-                    await self.credentials.invalidate()
-                    continue
-                try:
-                    body = response.json()
-                except ValueError:
-                    body = None
-                response_headers = {k.lower(): v for k, v in response.headers.items()}
-                error = from_response(
-                    response.status_code, body, method=method, path=path, headers=response_headers
-                )
-                failure = Failure("status", response.status_code)
-                if method == "DELETE" and response.status_code == 404 and maybe_applied:
-                    # The earlier attempt deleted it; only its answer was lost.
-                    return httpx.Response(204, request=request)
-
+            outcome = await self._attempt(call, attempt)
+            if outcome.response is not None:
+                return outcome.response
+            failure, error = outcome.failure, outcome.error
+            assert failure is not None and error is not None
+            if method == "DELETE" and failure.status == 404 and maybe_applied:
+                # The earlier attempt deleted it; only its answer was lost.
+                return httpx.Response(204, request=outcome.request)
             action = classify(method, failure, idempotent=idempotent)
             if action == "ambiguous":
                 raise AmbiguousWriteError(method, path, error)
             if action == "raise" or attempt >= self.retry.max_retries:
                 raise error
             delay = retry_delay(
-                failure, error, response_headers, self.clock(), attempt, self.retry, self.rand
+                failure, error, outcome.headers, self.clock(), attempt, self.retry, self.rand
             )
             if delay > self.retry.max_rate_limit_wait:
                 raise error
@@ -349,6 +341,71 @@ class BaseClient:
             )
             await self.sleep(delay)
             attempt += 1
+
+    async def _attempt(self, call: Call, attempt: int) -> Outcome:
+        """One try: paced, authorised (a refused OAuth token is refreshed and sent again once, by
+        `CredentialsAuth`), answered from the ETag cache on a 304; failures become an error and
+        the `Failure` that `classify` reads."""
+        await self._pace(call.kinds)
+        request = self._http.build_request(
+            call.method, call.path, params=call.params, json=call.json
+        )
+        request.extensions["bpsync.kinds"] = call.kinds
+        url = str(request.url)
+        use_cache = call.method == "GET" and not call.stream
+        cached = self.etags.get(self.credentials.identity, url) if use_cache else None
+        if cached is not None:
+            request.headers["If-None-Match"] = cached.etag
+        started = time.monotonic()
+        try:
+            response = await self._http.send(request, stream=call.stream, auth=self._auth)
+        except httpx.TransportError as exc:
+            if self.limiter is not None:
+                self.limiter.failed(call.kinds)
+            failure, cls = failure_of(exc)
+            log.debug(
+                "%s %s -> %s (attempt %d)", call.method, call.path, type(exc).__name__, attempt + 1
+            )
+            error = cls(transport_problem(exc, self.base_url), method=call.method, path=call.path)
+            return Outcome(request, error=error, failure=failure)
+        self._learn(response, call.kinds)
+        log.debug(
+            "%s %s -> %d in %.0f ms (attempt %d)",
+            call.method,
+            call.path,
+            response.status_code,
+            (time.monotonic() - started) * 1000,
+            attempt + 1,
+        )
+        if response.status_code == 304 and cached is not None:
+            self.etags.hits += 1
+            headers = {"content-type": cached.content_type, "etag": cached.etag}
+            body = httpx.Response(200, content=cached.content, headers=headers, request=request)
+            return Outcome(request, response=body)
+        if response.status_code < 400:
+            if use_cache:
+                await response.aread()
+                self.etags.store(
+                    self.credentials.identity,
+                    url,
+                    response.headers.get("etag"),
+                    response.content,
+                    response.headers.get("content-type", ""),
+                )
+            return Outcome(request, response=response)
+        await response.aread()
+        await response.aclose()
+        try:
+            body_json = response.json()
+        except ValueError:
+            body_json = None
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        error = from_response(
+            response.status_code, body_json, method=call.method, path=call.path, headers=headers
+        )
+        return Outcome(
+            request, error=error, failure=Failure("status", response.status_code), headers=headers
+        )
 
     async def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return (await self.request("GET", path, params=params)).json()
