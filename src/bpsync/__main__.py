@@ -1,5 +1,5 @@
 """`python -m bpsync`: the same command line as the `bpsync` script."""
 
-from bpsync.cli import main
+from bpsync.cli.entry import main
 
 main()

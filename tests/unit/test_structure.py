@@ -29,16 +29,33 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Every module of ours that `name` imports, at any depth of its code (a lazy import inside
-    a function still ties the two modules together)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):  # imports only a type checker runs are not imports
+def run_at_import(tree: ast.Module) -> Iterator[ast.AST]:
+    """The statements Python runs when the module is imported: not function bodies (a lazy
+    import there is deliberate), not `if TYPE_CHECKING:` blocks (only a type checker runs them)."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            node.body = []
+            todo.extend(node.orelse)
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def with_parents(module: str, known: dict[str, Path]) -> set[str]:
+    """Importing `a.b.c` runs `a.b` (and `a`) first: those are imports too."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & set(known)
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Every module of ours that importing `name` runs (with the packages above it)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges: set[str] = set()
-    for node in ast.walk(tree):
+    for node in run_at_import(tree):
         if isinstance(node, ast.Import):
             edges.update(a.name for a in node.names if a.name in known)
         elif isinstance(node, ast.ImportFrom):
@@ -52,7 +69,9 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
                     edges.add(full)
                 elif base in known:
                     edges.add(base)
-    edges.discard(name)
+    edges = {parent for edge in edges for parent in with_parents(edge, known)}
+    # a module's own packages are run before it, never by it
+    edges -= with_parents(name, known)
     return edges
 
 

@@ -15,7 +15,6 @@ import typer
 from rich.table import Table
 
 from bpsync import session
-from bpsync.cli.app import app
 from bpsync.cli.output import (
     ALL_SCOPES,
     EXIT,
@@ -32,6 +31,7 @@ from bpsync.cli.output import (
     stdout,
     table,
 )
+from bpsync.cli.root import app
 from bpsync.client import errors as E
 from bpsync.client.auth import (
     ApiKeyAuth,

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from bpsync.cli.app import app
 from bpsync.cli.output import (
     EXIT,
     AllOpt,
@@ -21,6 +20,7 @@ from bpsync.cli.output import (
     show_list,
     stderr,
 )
+from bpsync.cli.root import app
 
 # --- users ---------------------------------------------------------------------------------------
 

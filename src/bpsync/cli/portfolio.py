@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from bpsync.cli.app import app
 from bpsync.cli.output import (
     EXIT,
     AllOpt,
@@ -27,6 +26,7 @@ from bpsync.cli.output import (
     stdout,
     table,
 )
+from bpsync.cli.root import app
 from bpsync.client.service import (
     AsyncServiceClient,
 )

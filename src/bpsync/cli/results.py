@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from bpsync.cli.app import app
 from bpsync.cli.output import (
     AllOpt,
     JsonOpt,
@@ -26,6 +25,7 @@ from bpsync.cli.output import (
     stdout,
     table,
 )
+from bpsync.cli.root import app
 from bpsync.client.service import (
     AsyncServiceClient,
 )

@@ -1,6 +1,6 @@
 """Commands of the import engine: `import`, `register import`, `templates`, `meters link`, `demo`.
 
-They are attached to `bpsync.cli.app.app` by `bpsync.cli.main` (see `attach` for the exact set);
+They are attached to `bpsync.cli.root.app` by `bpsync.cli.entry` (see `attach` for the exact set);
 the shared helpers (state, profile and client construction, the environment banner, exit codes,
 JSON output) come from `bpsync.cli`, imported as a module so either side may import the other
 first."""

@@ -1,5 +1,5 @@
 """The root `bpsync` command: global options, the terminal app when no command is given, `tui`,
-`version`. Command groups attach to `app` from their own modules (see `bpsync.cli.main`)."""
+`version`. Command groups attach to `app` from their own modules (see `bpsync.cli.entry`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Assembles `bpsync`: the root command and every command group. Group modules register on `bpsync.cli.app.app` and take their helpers from
+"""Assembles `bpsync`: the root command and every command group. Group modules register on `bpsync.cli.root.app` and take their helpers from
 `bpsync.cli.output`; nothing imports this module but the package and the entry point, so there is
 no import cycle."""
 
 from __future__ import annotations
 
 from bpsync.cli import account, org, portfolio, results  # noqa: F401  (they register commands)
-from bpsync.cli.app import app
+from bpsync.cli.root import app
 from bpsync.commands import imports, watch
 
 imports.attach(app, portfolio.meters_app)
