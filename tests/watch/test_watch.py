@@ -150,7 +150,8 @@ def test_a_burst_of_200_files_is_processed_in_arrival_order(
     with Harness(folder):
         for i, row in enumerate(rows):
             drop(folder, f"bill-{i:03}.csv", bills_text([row]))
-        wait_for(lambda: settled(state, 200), timeout=60, what="200 files")
+        # order is what is checked here; speed is bench/ work (about 35 s here, slower on CI)
+        wait_for(lambda: settled(state, 200), timeout=240, what="200 files")
     seconds = time.monotonic() - started
     names = [n for n, *_ in history(state)]
     assert names == [f"bill-{i:03}.csv" for i in range(200)]
