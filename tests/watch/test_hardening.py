@@ -123,13 +123,13 @@ def test_symbolic_links_are_skipped_with_one_line_each(
     os.symlink(outside, folder / "linked.csv")
     h = Harness(folder, rescan_seconds=0.02)
     rescans: list[int] = []
-    original = h.watcher._rescan
+    original = h.watcher.scanner.rescan
 
     def counted() -> list[Path]:
         rescans.append(1)
         return original()
 
-    h.watcher._rescan = counted  # type: ignore[method-assign]
+    h.watcher.scanner.rescan = counted  # type: ignore[method-assign]
     with h:
         wait_for(lambda: len(rescans) >= 5, what="five rescans")
         events = h.events("skipped_link")

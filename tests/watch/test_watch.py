@@ -330,14 +330,14 @@ def test_a_dead_observer_is_restarted_and_the_folder_rescanned(
 ) -> None:
     rows = [(org.meters[2], *month(2024, 8), 80.0)]
     with Harness(folder, poll=True) as h:
-        wait_for(lambda: h.watcher._observer is not None)
-        dead = h.watcher._observer
+        wait_for(lambda: h.watcher.scanner._observer is not None)
+        dead = h.watcher.scanner._observer
         assert dead is not None
         dead.stop()
         dead.join(timeout=5)
         wait_for(lambda: h.events("observer_started"), what="the observer to be restarted")
         assert h.events("observer_restart")
-        assert h.watcher._observer is not dead and h.watcher._observer.is_alive()
+        assert h.watcher.scanner._observer is not dead and h.watcher.scanner._observer.is_alive()
         drop(folder, "august.csv", bills_text(rows))
         wait_for(lambda: settled(state, 1))
     assert stored(service, org) == expected(rows)

@@ -1,25 +1,23 @@
-"""The watcher core: a scheduler thread that turns hints into ready files, and an import thread
-that settles them one at a time, with a queue between them.
+"""The watcher: one asyncio program with two tasks and a queue between them.
 
-- **Scheduler** (the thread that calls `Watcher.run`, normally the main thread): drains the hints
-  the watchdog observer pushes (created, modified, moved-in, closed), rescans the folder at start
-  and every `rescan_seconds`, stats every candidate and feeds `StabilityTracker`; a file whose size
-  and mtime held still for `stable_seconds` of the injected clock, and that can be opened, is
-  handed to the import queue in arrival order. It restarts a dead observer, writes the status
-  file (on change and every heartbeat) and notices stop requests. It never waits on the network.
-- **Import loop** (its own thread and asyncio loop, which also keeps the import engine's Ctrl-C
-  handler out of the way: signals belong to the scheduler): for each file, copy it to a private
-  work folder while hashing it, look the hash up in the ledger (content settled before: set the
-  file aside as a duplicate), claim it, run the import function on the copy, then move the file
-  to `processed/YYYY-MM/` with a receipt, or to `failed/` with the reject report or an
-  explanation. Claims left by a crash are finished first, on the next start; the import journal
-  makes that resume exact.
-- An unreachable service, refused credentials, rate limits and 5xx pause the loop with backoff
+- **Scheduling** (`_schedule`): each tick (at most `tick_seconds` apart, sooner when the observer
+  hints) takes the candidate files `FolderScanner` finds (schedule.py: observer hints, rescans),
+  stats them in a worker thread (a network share may be slow: the loop never waits on it) and
+  feeds `StabilityTracker`; a file whose size and mtime held still for `stable_seconds` of the
+  injected clock, and that can be opened, is queued in arrival order. It restarts a dead
+  observer, writes the status file (on change and every heartbeat) and notices stop requests.
+- **Importing** (`_consume`): for each file, copy it to a private work folder while hashing it,
+  look the hash up in the ledger (content processed before: set aside as a duplicate), claim it,
+  run the import function on the copy, then settle it (settle.py: `processed/YYYY-MM/` with a
+  receipt, or `failed/` with the reject report or an explanation). Claims left by a crash are
+  finished first, on the next start; the import journal makes that resume exact.
+- An unreachable service, refused credentials, rate limits and 5xx pause the import with backoff
   (the injected sleep): the file stays where it is and is retried, never failed or moved.
 
-A stop request lets the file in flight finish (at most `stop_grace` seconds), then exits; a second
-request cancels it at once. Either way nothing is lost: the journal reconciles requests that were
-in flight, and the claim is finished at the next start."""
+Signals belong to the entry point (`bpsync watch` turns SIGTERM/SIGINT into `stop()`): a first
+stop request lets the file in flight finish (at most `stop_grace` seconds), a second cancels it
+at once. Either way nothing is lost: the journal reconciles requests that were in flight, and the
+claim is finished at the next start."""
 
 from __future__ import annotations
 
@@ -28,47 +26,33 @@ import contextlib
 import datetime as dt
 import math
 import os
-import queue
 import random
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TypeVar
 
 from filelock import FileLock, Timeout
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
-from watchdog.observers.polling import PollingObserver
 
 from bpsync.config import validate_name
-from bpsync.ingest.results import group_problems
 from bpsync.paths import ensure_private_dir, state_dir
 from bpsync.watch import files
 from bpsync.watch.ledger import Content, Ledger
 from bpsync.watch.log import WatchLog
 from bpsync.watch.rules import (
     DEFAULT_IGNORE,
-    ReceiptInput,
     Snapshot,
     StabilityTracker,
     Verdict,
     backoff_delay,
     classify,
-    explanation_name,
-    explanation_text,
-    is_ignored,
-    make_receipt,
-    month_folder,
-    receipt_name,
-    reject_report_name,
-    result_sentence,
-    unique_name,
 )
+from bpsync.watch.schedule import FolderScanner
 from bpsync.watch.service import Connection, FileImporter, FileOutcome
+from bpsync.watch.settle import Settler
 from bpsync.watch.status import (
     HEARTBEAT_SECONDS,
     RECENT_LIMIT,
@@ -80,7 +64,6 @@ from bpsync.watch.status import (
 
 T = TypeVar("T")
 STATUS_MIN_INTERVAL = 0.2  # seconds between two status writes caused by changes
-OBSERVER_RETRY_SECONDS = 5.0
 ONCE_EXTRA_WAIT = 60.0  # --once: seconds beyond stable_seconds to wait for files being written
 
 
@@ -172,29 +155,6 @@ class _FileFailed(Exception):
         self.verdict = verdict
 
 
-class _Hints(FileSystemEventHandler):
-    """Runs on the observer's thread: it only records paths (never blocks, never does I/O)."""
-
-    def __init__(self, push: Callable[[str], None]) -> None:
-        self.push = push
-
-    def on_created(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self.push(os.fsdecode(event.src_path))
-
-    def on_modified(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self.push(os.fsdecode(event.src_path))
-
-    def on_closed(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self.push(os.fsdecode(event.src_path))
-
-    def on_moved(self, event: FileSystemEvent) -> None:
-        if not event.is_directory:
-            self.push(os.fsdecode(event.dest_path))
-
-
 class Watcher:
     def __init__(
         self,
@@ -217,27 +177,21 @@ class Watcher:
         self.tracker = StabilityTracker(config.stable_seconds)
         self.result = RunResult()
         self.connection: Connection | None = None
+        self.scanner = FolderScanner(config, self.log, wake=self._wake, publish=self._publish)
+        self.settler: Settler | None = None
 
-        self._hints: queue.SimpleQueue[str] = queue.SimpleQueue()
-        self._wake = threading.Event()
-        self._lock = threading.Lock()  # guards _handed, _pending and status
+        self._lock = threading.Lock()  # guards _handed, _pending and status (ticks run in threads)
         self._handed: set[Path] = set()
         self._pending = 0
         self._stop_requests = 0  # incremented by stop(), also from a signal handler
         self._cancel_sent = False
-        self._import_ready = threading.Event()
-        self._import_done = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._woken: asyncio.Event | None = None
         self._jobs: asyncio.Queue[Job] | None = None
         self._stop_async: asyncio.Event | None = None
         self._current: asyncio.Task[None] | None = None
         self._current_name: str | None = None
         self._ledger: Ledger | None = None
-        self._observer: BaseObserver | None = None
-        self._observer_retry_at = 0.0
-        self._next_rescan = 0.0
-        self._folder_error: str | None = None
-        self._links_reported: set[Path] = set()
         self._status_dirty = True
         self._last_status_write = -math.inf
         self._status_error: str | None = None
@@ -255,8 +209,10 @@ class Watcher:
 
     def stop(self) -> None:
         """Ask the watcher to stop: the first request finishes the file in flight, the second
-        cancels it. Only increments a counter, so it is safe in a signal handler."""
+        cancels it. Only increments a counter (and wakes the loop), so it is safe in a signal
+        handler and from another thread."""
         self._stop_requests += 1
+        self._wake()
 
     @property
     def queue_length(self) -> int:
@@ -276,13 +232,21 @@ class Watcher:
                 f"another bpsync watch is running for profile {self.config.profile!r}"
             ) from None
         try:
-            return self._run()
+            return asyncio.run(self._main())
         finally:
             lock.release()
 
-    # ---- scheduler -------------------------------------------------------------------------
+    def _wake(self) -> None:
+        """Wake the scheduler early (from the loop, the observer's thread or a signal)."""
+        loop, woken = self._loop, self._woken
+        if loop is None or woken is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the run is over
+            loop.call_soon_threadsafe(woken.set)
 
-    def _run(self) -> RunResult:
+    # ---- the program -----------------------------------------------------------------------
+
+    async def _main(self) -> RunResult:
         cfg = self.config
         if not cfg.folder.is_dir():
             raise NotADirectoryError(f"{cfg.folder} is not a folder")
@@ -298,53 +262,55 @@ class Watcher:
             profile=cfg.profile,
             mode=mode,
         )
-        thread = threading.Thread(
-            target=self._import_thread, name="bpsync-watch-import", daemon=True
-        )
-        thread.start()
-        self._import_ready.wait()
-        if not cfg.once:
-            self._start_observer()
-        self._next_rescan = self.clock()
+        self._loop = asyncio.get_running_loop()
+        self._woken = asyncio.Event()
+        self._jobs = asyncio.Queue()
+        self._stop_async = asyncio.Event()
+        self._ledger = Ledger(cfg.ledger_path)
+        self.settler = Settler(cfg, self._ledger, self.log, self.result, self._publish, self.now)
+        importing = asyncio.create_task(self._import_loop())
+        try:
+            if not cfg.once:
+                self.scanner.start_observer()
+            await self._schedule(importing)
+        finally:
+            await self._shutdown(importing)
+        return self.result
+
+    async def _schedule(self, importing: asyncio.Task[None]) -> None:
+        cfg = self.config
+        assert self._woken is not None
+        self.scanner.next_rescan = self.clock()
         # --once does not wait for ever on a file that keeps changing or stays locked: what is
         # not ready by then is left for the next run.
-        once_deadline = self._next_rescan + cfg.stable_seconds + ONCE_EXTRA_WAIT
-        try:
-            while self._stop_requests == 0 and not self._import_done.is_set():
-                self._tick()
-                if cfg.once and self._idle():
-                    break
-                if cfg.once and self._only_unready_left() and self.clock() > once_deadline:
-                    names = ", ".join(p.name for p in self.tracker.paths())
-                    self.log.warning(
-                        "left",
-                        f"not complete or not readable yet, left for the next run: {names}",
-                    )
-                    break
-                self._wake.wait(cfg.tick_seconds)
-                self._wake.clear()
-        finally:
-            self._shutdown(thread)
-        return self.result
+        once_deadline = self.scanner.next_rescan + cfg.stable_seconds + ONCE_EXTRA_WAIT
+        while self._stop_requests == 0 and not importing.done():
+            await asyncio.to_thread(self._tick)
+            if cfg.once and self._idle():
+                break
+            if cfg.once and self._only_unready_left() and self.clock() > once_deadline:
+                names = ", ".join(p.name for p in self.tracker.paths())
+                self.log.warning(
+                    "left", f"not complete or not readable yet, left for the next run: {names}"
+                )
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), cfg.tick_seconds)
+            self._woken.clear()
 
     def _only_unready_left(self) -> bool:
         with self._lock:
-            return self._pending == 0 and self._hints.empty()
+            return self._pending == 0 and self.scanner.hints.empty()
 
     def _idle(self) -> bool:
         with self._lock:
-            return len(self.tracker) == 0 and self._pending == 0 and self._hints.empty()
+            return len(self.tracker) == 0 and self._pending == 0 and self.scanner.hints.empty()
 
     def _tick(self) -> None:
-        cfg = self.config
+        """One look at the folder (in a worker thread: stats may be slow on a network share)."""
         now = self.clock()  # read before any stat: a stat taken later never counts as older
-        self._check_observer()
-        candidates: list[Path] = []
-        if now >= self._next_rescan:
-            candidates += self._rescan()
-            self._next_rescan = math.inf if cfg.once else now + cfg.rescan_seconds
-        candidates += self._drain_hints()
-        candidates += self.tracker.paths()
+        self.scanner.check_observer()
+        candidates = self.scanner.candidates(now) + self.tracker.paths()
         seen: set[Path] = set()
         for path in candidates:
             if path in seen:
@@ -354,7 +320,7 @@ class Watcher:
                 if path in self._handed:
                     continue
             if path.is_symlink():
-                self._skip_link(path)
+                self.scanner.skip_link(path)
                 continue
             self.tracker.observe(path, files.snapshot(path), now)
         for path, snap in self.tracker.ready(now):
@@ -366,68 +332,8 @@ class Watcher:
             self._hand(Job(path, snap))
         self._write_status()
 
-    def _own(self, raw: str) -> Path | None:
-        """The watched folder's path for a hinted file, or None for anything else."""
-        path = Path(raw)
-        folder = self.config.folder
-        if path.parent != folder:
-            try:
-                if path.parent.resolve() != folder:
-                    return None
-            except OSError:
-                return None
-            path = folder / path.name
-        if is_ignored(path.name, self.config.ignore):
-            return None
-        return path
-
-    def _drain_hints(self) -> list[Path]:
-        out: list[Path] = []
-        while True:
-            try:
-                raw = self._hints.get_nowait()
-            except queue.Empty:
-                return out
-            path = self._own(raw)
-            if path is not None:
-                out.append(path)
-
-    def _push_hint(self, raw: str) -> None:
-        self._hints.put(raw)
-        self._wake.set()
-
-    def _rescan(self) -> list[Path]:
-        try:
-            found = files.scan(self.config.folder, self.config.ignore)
-        except OSError as exc:
-            message = f"cannot read the watched folder ({exc}); retrying"
-            if message != self._folder_error:
-                self.log.error("folder_error", message, folder=str(self.config.folder))
-                self._publish(last_error=message)
-            self._folder_error = message
-            return []
-        if self._folder_error:
-            self.log.info("folder_ok", "the watched folder can be read again")
-            self._folder_error = None
-        with contextlib.suppress(OSError):
-            for link in files.symlinks(self.config.folder, self.config.ignore):
-                self._skip_link(link)
-        return found
-
-    def _skip_link(self, path: Path) -> None:
-        """Say once per link that it is skipped: links are never followed, so a file from
-        outside the folder is never imported, and a link that just sits there is not silent."""
-        if path in self._links_reported:
-            return
-        self._links_reported.add(path)
-        self.log.warning(
-            "skipped_link",
-            f"skipped {path.name}: a symbolic link (links are not followed; copy the file "
-            "into the folder to import it)",
-            file=path.name,
-        )
-
     def _hand(self, job: Job) -> None:
+        """Queue a ready file (called from a tick's thread)."""
         assert self._loop is not None and self._jobs is not None
         with self._lock:
             self._handed.add(job.path)
@@ -435,74 +341,17 @@ class Watcher:
             self._status_dirty = True
         try:
             self._loop.call_soon_threadsafe(self._jobs.put_nowait, job)
-        except RuntimeError:  # the import loop is gone; the run ends on this tick
+        except RuntimeError:  # the loop is closing; the run ends on this tick
             with self._lock:
                 self._handed.discard(job.path)
                 self._pending -= 1
             return
         self.log.debug("queued", f"{job.path.name} is complete: queued", file=job.path.name)
 
-    # ---- observer --------------------------------------------------------------------------
-
-    def _start_observer(self) -> bool:
-        handler = _Hints(self._push_hint)
-        kinds: list[Literal["native", "polling"]] = (
-            ["polling"] if self.config.poll else ["native", "polling"]
-        )
-        for kind in kinds:
-            observer: BaseObserver = (
-                PollingObserver(timeout=self.config.poll_interval)
-                if kind == "polling"
-                else Observer()
-            )
-            try:
-                observer.schedule(handler, str(self.config.folder), recursive=False)
-                observer.start()
-            except (OSError, RuntimeError) as exc:
-                self.log.warning(
-                    "observer_error",
-                    f"cannot watch {self.config.folder} with the {kind} observer ({exc})"
-                    + ("; falling back to polling" if kind == "native" else ""),
-                )
-                continue
-            self._observer = observer
-            return True
-        self._observer = None
-        self._observer_retry_at = time.monotonic() + OBSERVER_RETRY_SECONDS
-        return False
-
-    def _observer_alive(self) -> bool:
-        observer = self._observer
-        if observer is None or not observer.is_alive():
-            return False
-        return all(e.is_alive() for e in observer.emitters)
-
-    def _check_observer(self) -> None:
-        if self.config.once or self._observer_alive():
-            return
-        if self._observer is not None:
-            self.log.warning("observer_restart", "the folder observer stopped; restarting it")
-            with contextlib.suppress(Exception):
-                self._observer.stop()
-            self._observer = None
-        elif time.monotonic() < self._observer_retry_at:
-            return
-        if self._start_observer():
-            self.log.info("observer_started", "watching the folder again; rescanning it")
-            self._next_rescan = -math.inf  # events may have been lost meanwhile
-
-    def _stop_observer(self) -> None:
-        observer, self._observer = self._observer, None
-        if observer is None:
-            return
-        with contextlib.suppress(Exception):
-            observer.stop()
-            observer.join(timeout=5)
-
     # ---- status ----------------------------------------------------------------------------
 
     def _publish(self, entry: LedgerEntry | None = None, **changes: object) -> None:
-        """Update the status (from either thread); the scheduler writes it."""
+        """Update the status (from the loop or a tick's thread); the scheduler writes it."""
         with self._lock:
             if entry is not None:
                 self.status.recent.insert(0, entry)
@@ -510,7 +359,7 @@ class Watcher:
             for key, value in changes.items():
                 setattr(self.status, key, value)
             self._status_dirty = True
-        self._wake.set()
+        self._wake()
 
     def _write_status(self, *, force: bool = False) -> None:
         mono = time.monotonic()
@@ -536,9 +385,8 @@ class Watcher:
 
     # ---- shutdown --------------------------------------------------------------------------
 
-    def _shutdown(self, thread: threading.Thread) -> None:
-        self._stop_observer()
-        loop, stop_async = self._loop, self._stop_async
+    async def _shutdown(self, importing: asyncio.Task[None]) -> None:
+        self.scanner.stop_observer()
         if self._stop_requests and self._current_name:
             self.log.info(
                 "stopping",
@@ -547,14 +395,13 @@ class Watcher:
             )
         elif self._stop_requests:
             self.log.info("stopping", "stopping")
-        if loop is not None and stop_async is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop_async.set)
+        if self._stop_async is not None:
+            self._stop_async.set()
         deadline = time.monotonic() + self.config.stop_grace
-        while thread.is_alive():
+        while not importing.done():
             if self._stop_requests >= 2 or time.monotonic() > deadline:
                 self._cancel_current()
-            thread.join(timeout=min(0.1, self.config.tick_seconds))
+            await asyncio.wait({importing}, timeout=min(0.1, self.config.tick_seconds))
             self._write_status()
         self._write_status(force=True)
         self.log.info(
@@ -567,38 +414,19 @@ class Watcher:
         )
 
     def _cancel_current(self) -> None:
-        if self._cancel_sent or self._loop is None:
+        if self._cancel_sent:
             return
         self._cancel_sent = True
-
-        def cancel() -> None:
-            if self._current is not None and not self._current.done():
-                self.result.interrupted = True
-                self._current.cancel()
-
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(cancel)
+        if self._current is not None and not self._current.done():
+            self.result.interrupted = True
+            self._current.cancel()
 
     # ---- import loop -----------------------------------------------------------------------
 
-    def _import_thread(self) -> None:
-        try:
-            asyncio.run(self._import_main())
-        except BaseException as exc:
-            self.result.error = f"{type(exc).__name__}: {exc}"
-            self.log.error(
-                "crashed", f"the import loop stopped on an unexpected error: {self.result.error}"
-            )
-        finally:
-            self._import_ready.set()
-            self._import_done.set()
-            self._wake.set()
-
-    async def _import_main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._jobs = asyncio.Queue()
-        self._stop_async = asyncio.Event()
-        self._ledger = Ledger(self.config.ledger_path)
+    async def _import_loop(self) -> None:
+        """Finish what an earlier run claimed, then import queued files until stopped. An
+        unexpected error ends the run and is said (never hidden)."""
+        assert self._ledger is not None and self._jobs is not None
         try:
             self._clean_work_dir()
             claims = self._ledger.claims()
@@ -614,12 +442,17 @@ class Watcher:
                     f"finishing {len(claims)} file(s) an earlier run left unfinished",
                     count=len(claims),
                 )
-            self._import_ready.set()
             await self._consume()
+        except Exception as exc:
+            self.result.error = f"{type(exc).__name__}: {exc}"
+            self.log.error(
+                "crashed", f"the import loop stopped on an unexpected error: {self.result.error}"
+            )
         finally:
             with contextlib.suppress(Exception):
                 await self.importer.aclose()
             self._ledger.close()
+            self._wake()
 
     def _clean_work_dir(self) -> None:
         """Remove half-written copies of ours (a crash while copying); claims keep theirs."""
@@ -679,7 +512,7 @@ class Watcher:
         # Whatever is at that path now is looked at afresh (hinted before the job stops counting
         # as pending, so --once never sees an idle moment in between).
         if rehint and not self._stop_requests:
-            self._push_hint(str(job.path))
+            self.scanner.push_hint(str(job.path))
         with self._lock:
             self._pending -= 1
             self._handed.discard(job.path)
@@ -770,7 +603,7 @@ class Watcher:
             )
         except _FileFailed as failed:
             outcome = failed.verdict
-        await self._retrying(name, lambda: self._settle(content, outcome, conn))
+        await self._retrying(name, lambda: self.settler.settle(content, outcome, conn))
 
     # ---- claiming --------------------------------------------------------------------------
 
@@ -813,7 +646,7 @@ class Watcher:
                     existing.id, target=conn.target, original=job.path, snap=snap
                 )
             if existing is not None and existing.state != "failed":
-                await self._set_aside(job.path, snap, sha, existing, conn)
+                await self.settler.set_aside(job.path, snap, sha, existing, conn)
                 return None
             work = self.config.work_dir / sha[:16] / job.path.name
             work.parent.mkdir(parents=True, exist_ok=True)
@@ -843,218 +676,3 @@ class Watcher:
             sha256=sha,
         )
         return content
-
-    async def _set_aside(
-        self, path: Path, snap: Snapshot, sha: str, first: Content, conn: Connection
-    ) -> None:
-        """Content settled before: nothing is sent; the file goes to processed/ with a receipt
-        that names the first time."""
-        assert self._ledger is not None
-        now = self.now()
-        folder = self.config.processed_dir / month_folder(now)
-        folder.mkdir(parents=True, exist_ok=True)
-        dest = folder / unique_name(path.name, lambda n: (folder / n).exists())
-        when = first.settled_at.isoformat() if first.settled_at else "earlier"
-        receipt = folder / receipt_name(dest.name)
-        files.write_json(
-            receipt,
-            make_receipt(
-                ReceiptInput(
-                    status="duplicate",
-                    file=path.name,
-                    stored_as=str(dest),
-                    sha256=sha,
-                    size_bytes=snap.size,
-                    profile=self.config.profile,
-                    environment=conn.environment,
-                    service=conn.service,
-                    finished_at=now,
-                    import_id=first.import_id,
-                    duplicate_of={
-                        "file": first.file_name,
-                        "fate": first.state,
-                        "settled_at": when,
-                        "stored_as": str(first.dest_path) if first.dest_path else None,
-                        "receipt": first.receipt_path,
-                    },
-                    message=(
-                        f"The same content was imported before as {first.file_name} "
-                        f"({first.state}, {when}): nothing was sent."
-                    ),
-                )
-            ),
-        )
-        await asyncio.to_thread(files.move_file, path, dest)
-        entry = self._ledger.record_skipped(
-            sha256=sha,
-            file_name=path.name,
-            receipt_path=str(receipt),
-            stored_as=str(dest),
-            now=now,
-        )
-        self.result.skipped += 1
-        self.log.info(
-            "skipped",
-            f"skipped {path.name}: same content as {first.file_name} ({first.state} {when}); "
-            f"nothing sent → {dest}",
-            file=path.name,
-            fate="skipped",
-            duplicate_of=first.file_name,
-            stored_as=str(dest),
-        )
-        self._publish(entry, last_file=path.name, last_result="skipped: already imported")
-
-    # ---- settling --------------------------------------------------------------------------
-
-    async def _settle(
-        self, content: Content, outcome: FileOutcome | Verdict, conn: Connection
-    ) -> None:
-        assert self._ledger is not None
-        ledger = self._ledger
-        now = self.now()
-        failed = isinstance(outcome, Verdict) or outcome.rejected > 0
-        fate: Literal["processed", "failed"] = "failed" if failed else "processed"
-        content = ledger.get(content.id)
-        if content.dest_path is None:
-            folder = (
-                self.config.failed_dir if failed else self.config.processed_dir / month_folder(now)
-            )
-            folder.mkdir(parents=True, exist_ok=True)
-            name = unique_name(content.file_name, lambda n: (folder / n).exists())
-            content = ledger.set_destination(content.id, folder / name)
-        assert content.dest_path is not None
-        dest = content.dest_path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-
-        report: Path | None = None
-        receipt = ReceiptInput(
-            status=fate,
-            file=content.file_name,
-            stored_as=str(dest),
-            sha256=content.sha256,
-            size_bytes=content.original.size,
-            profile=self.config.profile,
-            environment=conn.environment,
-            service=conn.service,
-            finished_at=now,
-            claimed_at=content.claimed_at,
-        )
-        if isinstance(outcome, Verdict):
-            receipt.error = {"code": outcome.code, "message": outcome.reason}
-            receipt.message = "The file could not be imported: nothing from it was sent."
-            explanation = dest.parent / explanation_name(dest.name)
-            files.write_atomic(
-                explanation,
-                explanation_text(
-                    file=content.file_name,
-                    sha256=content.sha256,
-                    when=now,
-                    profile=self.config.profile,
-                    reason=outcome.reason,
-                    code=outcome.code,
-                ),
-            )
-            accepted = rejected = 0
-            import_id = None
-        else:
-            if outcome.rejected:
-                source = outcome.reject_report or content.work_path.with_name(
-                    reject_report_name(content.work_path.name)
-                )
-                target = dest.with_name(reject_report_name(dest.name))
-                if source.is_file() and not target.exists():
-                    await asyncio.to_thread(files.move_file, source, target)
-                report = target if target.exists() else None
-            accepted, rejected, import_id = outcome.accepted, outcome.rejected, outcome.import_id
-            receipt.template = outcome.template
-            receipt.import_id = outcome.import_id
-            receipt.import_status = outcome.status
-            receipt.accepted = outcome.accepted
-            receipt.rejected_rows = outcome.rejected
-            receipt.skipped = outcome.skipped
-            receipt.warnings = outcome.warnings
-            receipt.accepted_ids = outcome.accepted_ids
-            receipt.reject_report = str(report) if report else None
-            receipt.problems = outcome.problems
-            receipt.message = (
-                f"{outcome.rejected} row(s) were rejected (see the reject report); the "
-                f"{outcome.accepted} accepted reading(s) stay stored."
-                if outcome.rejected
-                else outcome.message
-            )
-        receipt_path = dest.parent / receipt_name(dest.name)
-        files.write_json(receipt_path, make_receipt(receipt))
-        if not dest.exists():
-            original = content.original_path
-            current = await asyncio.to_thread(files.snapshot, original)
-            # The original leaves the folder when it still is what was imported; otherwise the
-            # private copy (the bytes imported) is stored and the original is looked at again.
-            source = original if current == content.original else content.work_path
-            await asyncio.to_thread(files.move_file, source, dest)
-        files.remove_tree(content.work_path.parent)
-        entry = ledger.settle(
-            content.id,
-            fate=fate,
-            accepted=accepted,
-            rejected=rejected,
-            import_id=import_id,
-            receipt_path=str(receipt_path),
-            now=now,
-        )
-        if fate == "processed":
-            self.result.processed += 1
-            sentence = result_sentence(accepted, 0, receipt.skipped)
-            self.log.info(
-                "processed",
-                f"processed {content.file_name}: {sentence} → {dest}",
-                file=content.file_name,
-                fate=fate,
-                accepted=accepted,
-                skipped=receipt.skipped,
-                stored_as=str(dest),
-                receipt=str(receipt_path),
-            )
-            self._publish(entry, last_file=content.file_name, last_result=sentence)
-        elif isinstance(outcome, Verdict):
-            self.result.failed += 1
-            self.log.warning(
-                "failed",
-                f"failed {content.file_name}: {outcome.reason} → {dest}",
-                file=content.file_name,
-                fate=fate,
-                code=outcome.code,
-                stored_as=str(dest),
-                receipt=str(receipt_path),
-            )
-            self._publish(
-                entry,
-                last_file=content.file_name,
-                last_result=f"failed: {outcome.code}",
-                last_error=outcome.reason,
-            )
-        else:
-            self.result.failed += 1
-            sentence = result_sentence(accepted, rejected, receipt.skipped)
-            self.log.warning(
-                "rejected",
-                f"failed {content.file_name}: {sentence}; the accepted readings stay stored; "
-                f"{_commonest_problem(receipt.problems)}"
-                f"reject report {report or 'not written'} → {dest}",
-                file=content.file_name,
-                fate=fate,
-                accepted=accepted,
-                rejected=rejected,
-                stored_as=str(dest),
-                reject_report=str(report) if report else None,
-                receipt=str(receipt_path),
-            )
-            self._publish(entry, last_file=content.file_name, last_result=sentence)
-
-
-def _commonest_problem(problems: Sequence[dict[str, Any]] | None) -> str:
-    """ "36 rows: … is not in the meter map; " — what most rejected rows share, for the log."""
-    groups = [g for g in group_problems(problems or ()) if g.severity == "error"]
-    if not groups:
-        return ""
-    top = max(groups, key=lambda g: len(g.rows))
-    return f"{len(top.rows)} row(s): {top.shape}; "
