@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bpsync import logs
 from bpsync.client import errors as E
 from bpsync.client.auth import (
     Secret,
@@ -314,9 +314,7 @@ def for_people(exc: BaseException, profile: Profile, client: AsyncServiceClient)
 
 
 def _logging(verbose: bool) -> None:
-    if verbose:
-        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
-        logging.getLogger("httpcore").setLevel(logging.INFO)
+    logs.setup(verbose)
 
 
 async def show_list(

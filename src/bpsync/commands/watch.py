@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from bpsync import logs
 from bpsync.cli import output as cli
 from bpsync.config import ConfigError
 from bpsync.ingest.importer import ImportOptions
@@ -179,6 +180,7 @@ def watch_command(
     except (ValueError, ConfigError) as exc:
         cli.fail(str(exc), cli.EXIT.USAGE)
     log = WatchLog(sys.stderr, json_lines=log_json, verbose=state.verbose)
+    logs.setup(state.verbose, sink=logs.ToWatchLog(log))  # the client's retries, in this log
     importer = ServiceImporter(
         profile_name,
         ImportOptions(
