@@ -152,3 +152,41 @@ def test_demo_runs_twice_and_reuses(tmp_path: Path):
     status_out, _ = status.communicate(timeout=60)
     assert status_out.split()[:2] == ["profile", "default"], status_out
     assert len(list((tmp_path / "data" / "demo").glob("*.db"))) == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_after_the_requests_in_flight_and_resume_finishes(
+    service: Service, tmp_path: Path
+):
+    """Ctrl-C is the entry point's signal: `bpsync import` hands it to the engine, which stops
+    sending after the requests in flight (exit 130, journaled); --resume sends the rest, once."""
+    key, _building, meters = make_org(service, 80)
+    rows = [(m, dt.date(2024, 1, 1), dt.date(2024, 1, 31), 10.0 + i) for i, m in enumerate(meters)]
+    path = tmp_path / "bills.csv"
+    path.write_text(
+        "Meter ID,Start Date,End Date,Consumption,Unit\n"
+        + "".join(f"{m},{s},{e},{c},kWh\n" for m, s, e, c in rows),
+        encoding="utf-8",
+    )
+    env = base_env(tmp_path) | {"BPSYNC_API_KEY": key, "BPSYNC_BASE_URL": service.base_url}
+    proc = bpsync(["--json", "import", str(path)], env)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and journal_requests(tmp_path / "state") < 5:
+        assert time.monotonic() < deadline, "the import never got going"
+        time.sleep(0.002)
+    assert proc.poll() is None, "finished before 5 of 80 requests were journaled"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 130 and '"status": "interrupted"' in out, (out, err)
+    resumed = bpsync(["--json", "import", str(path), "--resume"], env)
+    _out, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, err
+    with service.client(key) as api:
+        building = _building
+        stored = [
+            (m, r["consumption"])
+            for m in meters
+            for r in api.get(f"/v1/buildings/{building}/meters/{m}/readings").json()["data"]
+        ]
+    assert sorted(stored) == sorted((m, c) for m, _s, _e, c in rows)

@@ -7,7 +7,11 @@ first."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +22,7 @@ from bpsync.cli import output as cli
 from bpsync.client import errors as E
 from bpsync.config import ConfigError
 from bpsync.ingest.importer import ImportOptions, import_file
+from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.meters import link_meter, load_meter_map, meter_map_path, unlink_meter
 from bpsync.ingest.plan import DEFAULT_HEADROOM
 from bpsync.ingest.problems import IngestError
@@ -49,6 +54,23 @@ def _ingest_fail(exc: IngestError, state: Any) -> None:
     # "busy" is not the file's fault: a scheduler retries 15, while 6 means fix the input
     code = cli.EXIT.BUSY if exc.code == "import_busy" else cli.EXIT.INVALID
     cli.fail(str(exc), code, None, state.json)
+
+
+@contextlib.contextmanager
+def ctrl_c(interrupts: Interrupts | None) -> Iterator[None]:
+    """Ctrl-C during `bpsync import` (this entry point's signal, not the engine's): the first
+    stops sending after the requests in flight, a second cancels them."""
+    loop = asyncio.get_running_loop()
+    installed = False
+    if interrupts is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, interrupts.request)  # main thread only
+            installed = True
+    try:
+        yield
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 def show_summary(state: Any, summary: ImportSummary) -> None:
@@ -131,18 +153,20 @@ def import_command(
         headroom=headroom,
         template_dirs=[user_templates_dir()],
         meter=meter,
+        interrupts=Interrupts(),
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()
 
     async def action(client: Any) -> ImportSummary:
-        try:
-            return await import_file(
-                client, profile_name, file, options, progress=progress, note=_note(state)
-            )
-        except IngestError as exc:
-            _ingest_fail(exc, state)
-            raise
+        with ctrl_c(options.interrupts):
+            try:
+                return await import_file(
+                    client, profile_name, file, options, progress=progress, note=_note(state)
+                )
+            except IngestError as exc:
+                _ingest_fail(exc, state)
+                raise
 
     summary = cli.run(ctx, action)
     show_summary(state, summary)

@@ -23,6 +23,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bpsync.client.service import AsyncServiceClient
+from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import ImportRecord, Journal, NewRow
 from bpsync.ingest.meters import (
     create_meters,
@@ -71,6 +72,8 @@ class ImportOptions:
     meter: str | None = None  # every row into this meter (REF_OR_ID): single-meter exports
     # Links given with the import (a watched folder's `[meters]`), over the profile's meter map.
     meter_links: Mapping[str, str] | None = None
+    # Stop requests from the entry point (bpsync import's Ctrl-C); the engine installs no handler.
+    interrupts: Interrupts | None = None
     today: dt.date | None = None
     reject_report: bool = True
     # Where the journal files this import; default: the base URL and the credential's
@@ -444,6 +447,7 @@ async def _send(
         progress=progress or NoProgress(),
         concurrency=options.concurrency,
         headroom=options.headroom,
+        interrupts=options.interrupts,
     )
     stopped: str | None = None
     try:

@@ -20,14 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import signal
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from bpsync.client import errors as E
 from bpsync.client.service import AsyncServiceClient
+from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import InFlight, Journal, JournalRow, Outcome
 from bpsync.ingest.meters import fetch_readings
 from bpsync.ingest.plan import Call, MeterPlan, Plan
@@ -210,8 +211,8 @@ class Submitter:
     headroom: float = 0.10
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     stats: SubmitStats = field(default_factory=SubmitStats)
+    interrupts: Interrupts | None = None  # the entry point's stop requests (Ctrl-C)
     _fatal: BaseException | None = None
-    _sigints: int = 0
 
     # ---- running -------------------------------------------------------------------------------
 
@@ -219,53 +220,42 @@ class Submitter:
         started = time.monotonic()
         total = sum(len(v) for v in self.rows.values())
         self.progress.start(total, "sending")
-        loop = asyncio.get_running_loop()
         tasks: list[asyncio.Task[None]] = []
-        handled = self._install_sigint(loop, tasks)
-        try:
-            batch_lane = asyncio.Queue[MeterPlan]()
-            single_lane = asyncio.Queue[MeterPlan]()
-            for mp in self.plan.meters:
-                (batch_lane if mp.batches else single_lane).put_nowait(mp)
-            workers = [(batch_lane, min(BATCH_LANE_WORKERS, self.concurrency))]
-            workers.append((single_lane, self.concurrency))
-            for queue, n in workers:
-                tasks.extend(asyncio.create_task(self._worker(queue)) for _ in range(n))
-            await asyncio.gather(*tasks)
-        except asyncio.CancelledError:
-            self.stats.stopped = "interrupted"
-            raise
-        finally:
-            for t in tasks:
-                t.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.gather(*tasks, return_exceptions=True)
-            if handled:
-                loop.remove_signal_handler(signal.SIGINT)
-            self.progress.close()
-            self.stats.seconds = time.monotonic() - started
+
+        def on_request(count: int) -> None:
+            self.stop.set()
+            if count > 1:  # a second request: do not wait for the requests in flight
+                for t in tasks:
+                    t.cancel()
+
+        listening = self.interrupts.listen(on_request) if self.interrupts else nullcontext()
+        with listening:
+            try:
+                batch_lane = asyncio.Queue[MeterPlan]()
+                single_lane = asyncio.Queue[MeterPlan]()
+                for mp in self.plan.meters:
+                    (batch_lane if mp.batches else single_lane).put_nowait(mp)
+                workers = [(batch_lane, min(BATCH_LANE_WORKERS, self.concurrency))]
+                workers.append((single_lane, self.concurrency))
+                for queue, n in workers:
+                    tasks.extend(asyncio.create_task(self._worker(queue)) for _ in range(n))
+                await asyncio.gather(*tasks)
+            except asyncio.CancelledError:
+                self.stats.stopped = "interrupted"
+                raise
+            finally:
+                for t in tasks:
+                    t.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                self.progress.close()
+                self.stats.seconds = time.monotonic() - started
         if self._fatal is not None:
             self.stats.stopped = str(self._fatal)
             raise SubmitStopped(str(self._fatal), self._fatal)
         if self.stop.is_set():
             self.stats.stopped = "interrupted"
         return self.stats
-
-    def _install_sigint(self, loop: asyncio.AbstractEventLoop, tasks: list) -> bool:
-        def on_sigint() -> None:
-            self._sigints += 1
-            self.stop.set()
-            if self._sigints > 1:  # a second Ctrl-C: do not wait for requests in flight
-                for t in tasks:
-                    t.cancel()
-
-        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            return False  # the caller already handles Ctrl-C (e.g. the watcher): leave it theirs
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-        except (NotImplementedError, RuntimeError, ValueError):
-            return False  # not the main thread, or a platform without it (Windows)
-        return True
 
     async def _worker(self, queue: asyncio.Queue[MeterPlan]) -> None:
         while not self.stop.is_set() and self._fatal is None:
