@@ -15,6 +15,7 @@ from bpsync.cli.output import (
     PerPageOpt,
     _state,
     fail,
+    item_command,
     run,
     show,
     show_list,
@@ -68,11 +69,21 @@ def users_list(
     )
 
 
-@users_app.command("get")
-def users_get(ctx: typer.Context, user_id: str, as_json: JsonOpt = False) -> None:
-    """Show one user."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.users.get(user_id)))
+item_command(users_app, "get", ["user_id"], lambda c, i: c.users.get(i), "Show one user.")
+item_command(
+    users_app,
+    "deactivate",
+    ["user_id"],
+    lambda c, i: c.users.deactivate(i),
+    "Deactivate a user (access is revoked at once).",
+)
+item_command(
+    users_app,
+    "reactivate",
+    ["user_id"],
+    lambda c, i: c.users.reactivate(i),
+    "Reactivate a deactivated user.",
+)
 
 
 @users_app.command("invite")
@@ -109,20 +120,6 @@ def users_update(
     show(state, run(ctx, lambda c: c.users.update(user_id, **fields)))
 
 
-@users_app.command("deactivate")
-def users_deactivate(ctx: typer.Context, user_id: str, as_json: JsonOpt = False) -> None:
-    """Deactivate a user (access is revoked at once)."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.users.deactivate(user_id)))
-
-
-@users_app.command("reactivate")
-def users_reactivate(ctx: typer.Context, user_id: str, as_json: JsonOpt = False) -> None:
-    """Reactivate a deactivated user."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.users.reactivate(user_id)))
-
-
 # --- webhooks ------------------------------------------------------------------------------------
 
 webhooks_app = typer.Typer(help="Webhook subscriptions.", no_args_is_help=True)
@@ -155,11 +152,19 @@ def webhooks_list(
     )
 
 
-@webhooks_app.command("get")
-def webhooks_get(ctx: typer.Context, webhook_id: str, as_json: JsonOpt = False) -> None:
-    """Show one subscription."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.webhooks.get(webhook_id)))
+item_command(
+    webhooks_app, "get", ["webhook_id"], lambda c, i: c.webhooks.get(i), "Show one subscription."
+)
+item_command(
+    webhooks_app, "pause", ["webhook_id"], lambda c, i: c.webhooks.pause(i), "Pause deliveries."
+)
+item_command(
+    webhooks_app,
+    "resume",
+    ["webhook_id"],
+    lambda c, i: c.webhooks.resume(i),
+    "Resume deliveries.",
+)
 
 
 @webhooks_app.command("create")
@@ -209,20 +214,6 @@ def webhooks_update(
     if not fields:
         fail("nothing to change", EXIT.USAGE)
     show(state, run(ctx, lambda c: c.webhooks.update(webhook_id, **fields)))
-
-
-@webhooks_app.command("pause")
-def webhooks_pause(ctx: typer.Context, webhook_id: str, as_json: JsonOpt = False) -> None:
-    """Pause deliveries."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.webhooks.pause(webhook_id)))
-
-
-@webhooks_app.command("resume")
-def webhooks_resume(ctx: typer.Context, webhook_id: str, as_json: JsonOpt = False) -> None:
-    """Resume deliveries."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.webhooks.resume(webhook_id)))
 
 
 @webhooks_app.command("delete")

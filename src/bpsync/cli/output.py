@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import json
 import os
 import sys
@@ -355,3 +356,43 @@ def _parse_date(value: str, name: str) -> dt.date:
         return dt.date.fromisoformat(value)
     except ValueError:
         raise typer.BadParameter(f"{name} must be a date YYYY-MM-DD, not {value!r}") from None
+
+
+def item_command(
+    group: typer.Typer,
+    name: str,
+    ids: Sequence[str],
+    call: Callable[..., Awaitable[Any]],
+    help: str,
+) -> None:
+    """Register `bpsync GROUP NAME ID... [--json]`: call `call(client, *ids)` and show the item
+    (a table, or JSON). The shape of every get/archive/pause-like command, written once; the ids
+    are positional arguments named as in the service's paths (`property_id` → PROPERTY_ID)."""
+
+    def command(ctx: typer.Context, **values: Any) -> None:
+        as_json = bool(values.pop("as_json", False))
+        state = _state(ctx, None, as_json)
+        args = [values[i] for i in ids]
+        show(state, run(ctx, lambda c: call(c, *args)))
+
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    ]
+    params += [
+        inspect.Parameter(
+            i,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            annotation=Annotated[str, typer.Argument(metavar=i.upper(), show_default=False)],
+        )
+        for i in ids
+    ]
+    params.append(
+        inspect.Parameter(
+            "as_json", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=JsonOpt, default=False
+        )
+    )
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {}
+    command.__doc__ = help
+    command.__name__ = f"{name.replace('-', '_')}_command"
+    group.command(name)(command)

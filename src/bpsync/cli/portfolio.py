@@ -18,6 +18,7 @@ from bpsync.cli.output import (
     _parse_date,
     _state,
     fail,
+    item_command,
     print_json,
     run,
     show,
@@ -76,12 +77,20 @@ def properties_list(
     )
 
 
-@properties_app.command("get")
-def properties_get(ctx: typer.Context, property_id: str, as_json: JsonOpt = False) -> None:
-    """Show one property with its buildings."""
-    state = _state(ctx, None, as_json)
-    item = run(ctx, lambda c: c.properties.get(property_id))
-    show(state, item)
+item_command(
+    properties_app,
+    "get",
+    ["property_id"],
+    lambda c, i: c.properties.get(i),
+    "Show one property with its buildings.",
+)
+item_command(
+    properties_app,
+    "archive",
+    ["property_id"],
+    lambda c, i: c.properties.archive(i),
+    "Archive a property (its data is kept).",
+)
 
 
 @properties_app.command("create")
@@ -140,13 +149,6 @@ def properties_update(
     show(state, item)
 
 
-@properties_app.command("archive")
-def properties_archive(ctx: typer.Context, property_id: str, as_json: JsonOpt = False) -> None:
-    """Archive a property (its data is kept)."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.properties.archive(property_id)))
-
-
 # --- buildings -----------------------------------------------------------------------------------
 
 buildings_app = typer.Typer(
@@ -187,13 +189,13 @@ def buildings_list(
     )
 
 
-@buildings_app.command("get")
-def buildings_get(
-    ctx: typer.Context, property_id: str, building_id: str, as_json: JsonOpt = False
-) -> None:
-    """Show one building with its use types and meters."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.buildings.get(property_id, building_id)))
+item_command(
+    buildings_app,
+    "get",
+    ["property_id", "building_id"],
+    lambda c, p, b: c.buildings.get(p, b),
+    "Show one building with its use types and meters.",
+)
 
 
 @buildings_app.command("create")

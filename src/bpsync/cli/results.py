@@ -17,6 +17,7 @@ from bpsync.cli.output import (
     _state,
     cell_text,
     details,
+    item_command,
     print_json,
     run,
     show,
@@ -191,11 +192,13 @@ def reports_create(
     show(state, run(ctx, create))
 
 
-@reports_app.command("status")
-def reports_status(ctx: typer.Context, report_id: str, as_json: JsonOpt = False) -> None:
-    """A report's status (and a fresh download URL when complete)."""
-    state = _state(ctx, None, as_json)
-    show(state, run(ctx, lambda c: c.reports.get(report_id)))
+item_command(
+    reports_app,
+    "status",
+    ["report_id"],
+    lambda c, i: c.reports.get(i),
+    "A report's status (and a fresh download URL when complete).",
+)
 
 
 @reports_app.command("list")
