@@ -195,3 +195,28 @@ async def test_create_meters_by_building_and_name(client, registered, tmp_path):
         "created meter Riverside Annex / Annex Gas (natural_gas, therms)" in n for n in notes
     )
     assert any("Mystery" in n and "type is not clear" in n for n in notes)
+
+
+async def test_stored_readings_are_fetched_only_for_meters_that_can_hold_some(
+    client, registered, tmp_path
+):
+    """The meter list's latest_reading_date says which meters have nothing that could overlap
+    the file (or inform its anomaly history): those cost no GET (issue 16's lookups)."""
+    portfolio = await fetch_portfolio(client, {})
+    kwh = [m.id for m in portfolio.catalog.meters.values() if m.unit == "kWh"][:3]
+    lookups = portfolio.requests
+    path = monthly_csv(tmp_path / "first.csv", {m: 3 for m in kwh})
+    dry = await import_file(client, PROFILE, path, ImportOptions(dry_run=True))
+    assert dry.requests == lookups  # three meters with no readings: no readings GET at all
+    done = await import_file(client, PROFILE, path)
+    assert done.accepted == 9
+    # the same meters, the next months: now they hold readings that may overlap or inform
+    later = monthly_csv(tmp_path / "later.csv", {m: 2 for m in kwh}, first=dt.date(2022, 4, 1))
+    dry_later = await import_file(client, PROFILE, later, ImportOptions(dry_run=True))
+    assert dry_later.requests == lookups + 3
+    # an overlap is still found (the stored March reading against a new March row)
+    clash = monthly_csv(tmp_path / "clash.csv", {kwh[0]: 1}, first=dt.date(2022, 3, 1))
+    rows = clash.read_text().splitlines()
+    clash.write_text("\n".join([rows[0], rows[1].replace(",1000,", ",999,")]) + "\n")
+    checked = await import_file(client, PROFILE, clash, ImportOptions(dry_run=True))
+    assert checked.rejected == 1

@@ -281,7 +281,9 @@ async def _new_import(
             portfolio = await fetch_portfolio(client, meter_map)
             prepared = await asyncio.to_thread(read)
     collected = prepared.collected  # type: ignore[attr-defined]
-    existing = await fetch_existing(client, portfolio.building_of, collected.meter_ranges())
+    existing = await fetch_existing(
+        client, portfolio.building_of, collected.meter_ranges(), portfolio.latest
+    )
     today = options.today or dt.datetime.now(dt.UTC).date()
     result = await asyncio.to_thread(check, prepared, existing=existing, today=today)  # type: ignore[arg-type]
 
@@ -387,6 +389,7 @@ def _dry_run(
         skipped=sum(1 for r in rows if r.status == "skipped"),
         pending=plan.readings,
         warnings=int(info["warnings"]),
+        requests=int(info.get("lookup_requests", 0)),  # what the dry run itself cost
         plan=plan.as_dict(),
         problems=info["problems"],
         notes=list(info.get("notes", [])),

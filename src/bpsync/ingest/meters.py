@@ -92,6 +92,8 @@ class Portfolio:
     building_of: dict[str, str] = field(default_factory=dict)  # meter id → building id
     buildings: dict[str, dict] = field(default_factory=dict)  # building id → summary JSON
     requests: int = 0
+    # meter id → the end of its latest stored reading (None: it has none), from the meter list
+    latest: dict[str, dt.date | None] = field(default_factory=dict)
 
 
 async def _gather_limited(coros: Iterable, limit: int = FETCH_CONCURRENCY) -> list:
@@ -116,16 +118,18 @@ async def fetch_portfolio(
     meter_lists = await _gather_limited(
         client.meters.list(b.id, per_page=PER_PAGE).to_list() for b in buildings
     )
-    infos, building_of = [], {}
+    infos, building_of, latest = [], {}, {}
     for b, meters in zip(buildings, meter_lists, strict=True):
         for m in meters:
             infos.append(MeterInfo(m.id, str(m.type.value), m.unit, b.id, b.name, m.name))
             building_of[m.id] = b.id
+            latest[m.id] = m.latest_reading_date
     return Portfolio(
         MeterCatalog.build(infos, meter_map or {}),
         building_of,
         {b.id: b.model_dump(mode="json") for b in buildings},
         1 + len(properties) + len(buildings),
+        latest,
     )
 
 
@@ -152,15 +156,25 @@ async def fetch_existing(
     client: AsyncServiceClient,
     building_of: Mapping[str, str],
     ranges: Mapping[str, tuple[dt.date, dt.date]],
+    latest: Mapping[str, dt.date | None] | None = None,
 ) -> dict[str, list[StoredReading]]:
     """Each meter's stored readings around the file's range, once per meter (overlaps and the
-    anomaly history need them). `ranges` is `Collected.meter_ranges()`."""
-    meters = [m for m in ranges if m in building_of]
+    anomaly history need them). `ranges` is `Collected.meter_ranges()`. With `latest` (the meter
+    list's `latest_reading_date`), a meter with no reading, or none ending on or after its range's
+    start, costs no request: nothing stored can overlap or inform it."""
+    meters = [m for m in ranges if m in building_of and _may_hold(m, ranges[m][0], latest)]
     lists = await _gather_limited(
         fetch_readings(client, building_of[m], m, ranges[m][0], ranges[m][1] + _LONGEST_STORED)
         for m in meters
     )
     return dict(zip(meters, lists, strict=True))
+
+
+def _may_hold(meter: str, start: dt.date, latest: Mapping[str, dt.date | None] | None) -> bool:
+    if latest is None or meter not in latest:
+        return True  # unknown: ask the service
+    last = latest[meter]
+    return last is not None and last >= start
 
 
 # ---- creating missing meters --------------------------------------------------------------------

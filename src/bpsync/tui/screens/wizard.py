@@ -452,7 +452,8 @@ class ImportWizardScreen(AppScreen):
             return
         ranges = prepared.collected.meter_ranges()
         existing = await self.guarded(
-            "Stored readings", fetch_existing(self.client, portfolio.building_of, ranges)
+            "Stored readings",
+            fetch_existing(self.client, portfolio.building_of, ranges, portfolio.latest),
         )
         if existing is None:
             return
