@@ -16,6 +16,7 @@ from bpsync.cli.output import (
     _state,
     fail,
     item_command,
+    listing,
     run,
     show,
     show_list,
@@ -56,16 +57,13 @@ def users_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List users."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.users.list(role=role, status=status_, page=page, per_page=per_page),
-            fetch_all,
-            USER_COLUMNS,
-            "Users",
-        ),
+        as_json,
+        fetch_all,
+        USER_COLUMNS,
+        "Users",
+        lambda c: c.users.list(role=role, status=status_, page=page, per_page=per_page),
     )
 
 

@@ -358,6 +358,19 @@ def _parse_date(value: str, name: str) -> dt.date:
         raise typer.BadParameter(f"{name} must be a date YYYY-MM-DD, not {value!r}") from None
 
 
+def listing(
+    ctx: typer.Context,
+    as_json: bool,
+    fetch_all: bool,
+    columns: Sequence[tuple[str, str]],
+    title: str,
+    page_of: Callable[[AsyncServiceClient], AsyncPaginator[Any]],
+) -> None:
+    """The body of every list command: one page (or every page with --all) as a table or JSON."""
+    state = _state(ctx, None, as_json)
+    run(ctx, lambda c: show_list(state, page_of(c), fetch_all, columns, title))
+
+
 def item_command(
     group: typer.Typer,
     name: str,

@@ -19,6 +19,7 @@ from bpsync.cli.output import (
     _state,
     fail,
     item_command,
+    listing,
     print_json,
     run,
     show,
@@ -62,17 +63,14 @@ def properties_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List properties."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.properties.list(
-                type=type_, country=country, status=status_, sort=sort, page=page, per_page=per_page
-            ),
-            fetch_all,
-            PROPERTY_COLUMNS,
-            "Properties",
+        as_json,
+        fetch_all,
+        PROPERTY_COLUMNS,
+        "Properties",
+        lambda c: c.properties.list(
+            type=type_, country=country, status=status_, sort=sort, page=page, per_page=per_page
         ),
     )
 
@@ -176,16 +174,13 @@ def buildings_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List the buildings of a property."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.buildings.list(property_id, page=page, per_page=per_page),
-            fetch_all,
-            BUILDING_COLUMNS,
-            "Buildings",
-        ),
+        as_json,
+        fetch_all,
+        BUILDING_COLUMNS,
+        "Buildings",
+        lambda c: c.buildings.list(property_id, page=page, per_page=per_page),
     )
 
 
@@ -299,16 +294,13 @@ def meters_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List a building's meters."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.meters.list(building_id, page=page, per_page=per_page),
-            fetch_all,
-            METER_COLUMNS,
-            "Meters",
-        ),
+        as_json,
+        fetch_all,
+        METER_COLUMNS,
+        "Meters",
+        lambda c: c.meters.list(building_id, page=page, per_page=per_page),
     )
 
 

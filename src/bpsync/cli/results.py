@@ -18,10 +18,10 @@ from bpsync.cli.output import (
     cell_text,
     details,
     item_command,
+    listing,
     print_json,
     run,
     show,
-    show_list,
     stderr,
     stdout,
     table,
@@ -212,32 +212,26 @@ def reports_list(
     as_json: JsonOpt = False,
 ) -> None:
     """Reports, newest first."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.reports.list(status=status_, type=type_, page=page, per_page=per_page),
-            fetch_all,
-            REPORT_COLUMNS,
-            "Reports",
-        ),
+        as_json,
+        fetch_all,
+        REPORT_COLUMNS,
+        "Reports",
+        lambda c: c.reports.list(status=status_, type=type_, page=page, per_page=per_page),
     )
 
 
 @reports_app.command("templates")
 def reports_templates(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Saved templates for custom reports."""
-    state = _state(ctx, None, as_json)
-    run(
+    listing(
         ctx,
-        lambda c: show_list(
-            state,
-            c.reports.templates(),
-            True,
-            [("id", "id"), ("name", "name"), ("columns", "columns")],
-            "Templates",
-        ),
+        as_json,
+        True,
+        [("id", "id"), ("name", "name"), ("columns", "columns")],
+        "Templates",
+        lambda c: c.reports.templates(),
     )
 
 
