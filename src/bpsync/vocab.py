@@ -5,6 +5,20 @@ checks them against the service's own tables."""
 
 from __future__ import annotations
 
+# OAuth and API-key scopes, as the service grants them.
+SCOPES: tuple[str, ...] = (
+    "properties:read",
+    "properties:write",
+    "meters:read",
+    "meters:write",
+    "benchmarks:read",
+    "reports:read",
+    "reports:write",
+    "users:read",
+    "users:write",
+    "webhooks:manage",
+)
+
 # Property and use types (docs/decisions.md D8).
 USE_TYPES: tuple[str, ...] = (
     "office",

@@ -13,7 +13,11 @@ from bpservice.domain import units as service_units
 from bpservice.domain import vocab
 from bpsync.ingest import units
 from bpsync.ingest.validate import PastReading, predict_flags
-from bpsync.vocab import COUNTRY_CODES, USE_TYPES
+from bpsync.vocab import COUNTRY_CODES, SCOPES, USE_TYPES
+
+
+def test_scopes_agree():
+    assert SCOPES == vocab.SCOPES
 
 
 def test_units_by_meter_type_agree():

@@ -38,21 +38,11 @@ from bpsync.config import (
     Profile,
     resolve_profile,
 )
+from bpsync.vocab import SCOPES
 
 T = TypeVar("T")
 
-ALL_SCOPES = (
-    "properties:read",
-    "properties:write",
-    "meters:read",
-    "meters:write",
-    "benchmarks:read",
-    "reports:read",
-    "reports:write",
-    "users:read",
-    "users:write",
-    "webhooks:manage",
-)
+ALL_SCOPES = SCOPES  # a `login --oauth` asks for every scope unless told otherwise
 
 
 class EXIT(IntEnum):

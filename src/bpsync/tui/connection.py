@@ -26,17 +26,10 @@ from bpsync.config import (
     load_config,
     resolve_profile,
 )
+from bpsync.vocab import SCOPES
 
 # Scopes the app asks for on an OAuth sign-in: everything it can show or do.
-OAUTH_SCOPES = [
-    "properties:read",
-    "properties:write",
-    "meters:read",
-    "meters:write",
-    "benchmarks:read",
-    "reports:read",
-    "reports:write",
-]
+OAUTH_SCOPES = [s for s in SCOPES if not s.startswith(("users:", "webhooks:"))]
 
 
 @dataclass
