@@ -10,7 +10,7 @@ from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import Row, Table, is_total_row
 from bpsync.ingest.readers.csv import read_csv
 from bpsync.ingest.readers.greenbutton import Aggregate, read_green_button
-from bpsync.ingest.readers.xlsx import list_sheets, read_xlsx
+from bpsync.ingest.readers.xlsx import WORKBOOK_SUFFIXES, list_sheets, read_xlsx
 
 __all__ = [
     "Row",
@@ -26,10 +26,10 @@ __all__ = [
 
 
 def detect_format(path: str | Path) -> str:
-    """ "csv", "xlsx" or "greenbutton"."""
+    """ "csv", "xlsx" (any workbook: .xlsx, .xlsm, .xlsb, .xls, .ods) or "greenbutton"."""
     path = Path(path)
     suffix = path.suffix.casefold()
-    if suffix in (".xlsx", ".xlsm"):
+    if suffix in WORKBOOK_SUFFIXES:
         return "xlsx"
     if suffix == ".xml":
         return "greenbutton"
@@ -40,16 +40,10 @@ def detect_format(path: str | Path) -> str:
             head = fh.read(512)
     except OSError as exc:
         raise IngestError(f"cannot read the file: {exc.strerror}", where=Where(path.name)) from None
-    if head.startswith(b"PK\x03\x04"):
+    if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):  # zip (xlsx, ods) or OLE (xls)
         return "xlsx"
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
         return "greenbutton"
-    if head.startswith(b"\xd0\xcf\x11\xe0"):
-        raise IngestError(
-            "this is an old-style .xls workbook; save it as .xlsx or CSV first",
-            where=Where(path.name),
-            code="unsupported_format",
-        )
     return "csv"
 
 

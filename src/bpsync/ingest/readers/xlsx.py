@@ -1,10 +1,20 @@
-"""XLSX workbooks through openpyxl's read-only mode (cached formula values, one row at a time):
-sheet choice, hidden sheets, a header below title rows, and early stop in the blank rows that
-formatted-but-empty ranges leave at the bottom of a sheet."""
+"""Workbooks (.xlsx, .xlsm, .xlsb, .xls, .ods) through python-calamine: a file is parsed once
+(in Rust), kept while an import reads it (header search, pre-scans, rows) and streamed a row at a
+time into Python. Sheet choice, hidden sheets, a header below title rows, cached formula values,
+true Excel row numbers, and an early stop in the blank rows that formatted-but-empty ranges leave
+at the bottom of a sheet.
+
+Two things calamine does not give are filled in here: error cells (`#DIV/0!`, `#N/A`) come back
+as empty strings, so an .xlsx sheet's XML is scanned for them (only when it holds any) and they
+keep their text as Excel shows it; and the 1904 date system flag is read from workbook.xml, for
+serial numbers typed into general cells. openpyxl is the fallback for an .xlsx or .xlsm that
+calamine cannot open (docs/decisions.md F12)."""
 
 from __future__ import annotations
 
 import itertools
+import re
+import threading
 import zipfile
 import zlib
 from collections.abc import Collection, Iterator
@@ -22,45 +32,144 @@ from bpsync.ingest.readers.base import (
     header_score,
     make_headers,
 )
-from bpsync.ingest.readers.guard import RowCap, check_workbook
+from bpsync.ingest.readers.guard import RowCap, WorkbookLimits, check_workbook
 from bpsync.ingest.values import is_blank
 
 # Stop a sheet after this many consecutive blank rows: data never resumes after a gap this long,
 # while formatted empty ranges can run to row 1,048,576.
 BLANK_RUN_LIMIT = 1000
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods")
+_ZIPPED = (".xlsx", ".xlsm", ".xlsb", ".ods")
+_STATES = {"Visible": "visible", "Hidden": "hidden", "VeryHidden": "veryHidden"}
 
-
-def _open(path: Path, name: str) -> Any:
-    import openpyxl
-
-    check_workbook(path, name)  # sizes and ratios first: a zip bomb never reaches the parser
-    try:
-        return openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise IngestError(f"not a readable .xlsx workbook ({exc})", where=Where(name)) from None
-
-
-# What a damaged workbook raises while a sheet is streamed (cut-off XML, a broken zip member).
+# What a damaged workbook raises while a sheet is read (cut-off XML, a broken zip member).
 _DAMAGE = (ParseError, zipfile.BadZipFile, zlib.error, EOFError, KeyError, OSError, ValueError)
 
 
-def _sheet_rows(ws: Any, name: str) -> Iterator[tuple[int, tuple[object, ...]]]:
-    """(row number, values) with trailing empty cells trimmed; stops in a long blank run."""
-    try:
-        yield from _trimmed_rows(ws, RowCap(name, ws.title))
-    except _DAMAGE as exc:
-        raise IngestError(
-            f"sheet {ws.title!r} could not be read: the workbook is damaged ({exc})",
-            where=Where(name, sheet=ws.title),
-            code="damaged_file",
-        ) from None
+class Book:
+    """An open workbook: its sheets (title, state), date system, and rows by sheet."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path, self.name = path, name
+        suffix = path.suffix.casefold()
+        if suffix in _ZIPPED or suffix not in WORKBOOK_SUFFIXES:
+            check_workbook(path, name)  # sizes and ratios first: a zip bomb never reaches a parser
+        self._calamine: Any = None
+        self._openpyxl: Any = None
+        self._sheets: dict[str, Any] = {}
+        self._errors: dict[str, dict[int, list[tuple[int, str]]]] = {}
+        self._lock = threading.Lock()
+        self.fallback: str | None = None
+        try:
+            import python_calamine
+
+            self._calamine = python_calamine.CalamineWorkbook.from_path(str(path))
+            self.sheets = [
+                (m.name, _STATES.get(_enum_name(m.visible), "visible"))
+                for m in self._calamine.sheets_metadata
+                if _enum_name(m.typ) == "WorkSheet"
+            ]
+        except Exception as exc:  # calamine raises its own error types for a file it cannot read
+            if suffix not in (".xlsx", ".xlsm", "") and not zipfile.is_zipfile(path):
+                kind = f"{suffix} workbook" if suffix in WORKBOOK_SUFFIXES else "workbook"
+                raise IngestError(f"not a readable {kind} ({exc})", where=Where(name)) from None
+            self._open_openpyxl()
+            self.fallback = f"read with openpyxl (calamine could not open it: {exc})"
+        self.epoch = self._epoch()
+
+    def _open_openpyxl(self) -> None:
+        import openpyxl
+
+        try:
+            self._openpyxl = openpyxl.load_workbook(self.path, read_only=True, data_only=True)
+        except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+            raise IngestError(
+                f"not a readable .xlsx workbook ({exc})", where=Where(self.name)
+            ) from None
+        self._calamine = None
+        self.sheets = [(ws.title, ws.sheet_state) for ws in self._openpyxl.worksheets]
+
+    def _epoch(self) -> Any:
+        if self._openpyxl is not None:
+            return EXCEL_1904 if self._openpyxl.epoch.date() == EXCEL_1904 else EXCEL_1900
+        if self.path.suffix.casefold() in (".xlsx", ".xlsm", ""):
+            try:
+                with zipfile.ZipFile(self.path) as z:
+                    head = z.read("xl/workbook.xml")[:4096]
+            except (KeyError, zipfile.BadZipFile, OSError):
+                return EXCEL_1900
+            if re.search(rb'date1904="(?:1|true)"', head):
+                return EXCEL_1904
+        return EXCEL_1900
+
+    def close(self) -> None:
+        if self._openpyxl is not None:
+            self._openpyxl.close()
+        self._sheets.clear()
+
+    def rows(self, title: str) -> Iterator[tuple[int, tuple[object, ...]]]:
+        """(Excel row number, values) with trailing empty cells trimmed; stops in a long blank
+        run. Empty cells are None, whatever the engine."""
+        try:
+            source = self._raw_rows(title)
+            yield from _trimmed(source, RowCap(self.name, title))
+        except _DAMAGE as exc:
+            raise IngestError(
+                f"sheet {title!r} could not be read: the workbook is damaged ({exc})",
+                where=Where(self.name, sheet=title),
+                code="damaged_file",
+            ) from None
+
+    def _raw_rows(self, title: str) -> Iterator[tuple[int, tuple[object, ...]]]:
+        if self._openpyxl is not None:
+            ws = self._openpyxl[title]
+            ws.reset_dimensions()  # exporters often write a wrong <dimension>; read what is there
+            yield from enumerate(ws.iter_rows(values_only=True), start=1)
+            return
+        sheet = self._sheet(title)
+        errors = self._error_cells(title)
+        # calamine's rows start at the sheet's first row but its first used column.
+        pad = (None,) * sheet.start[1] if sheet.start else ()
+        for number, values in enumerate(sheet.iter_rows(), start=1):
+            row = pad + tuple(None if v == "" else v for v in values)
+            if number in errors:
+                row = _with_errors(row, errors[number])
+            yield number, row
+
+    def _sheet(self, title: str) -> Any:
+        with self._lock:
+            sheet = self._sheets.get(title)
+            if sheet is None:
+                try:
+                    sheet = self._sheets[title] = self._calamine.get_sheet_by_name(title)
+                except Exception as exc:  # calamine's XML or zip errors: a damaged sheet
+                    raise ValueError(str(exc)) from None
+            return sheet
+
+    def _error_cells(self, title: str) -> dict[int, list[tuple[int, str]]]:
+        with self._lock:
+            if title not in self._errors:
+                self._errors[title] = _scan_error_cells(self.path, title)
+            return self._errors[title]
 
 
-def _trimmed_rows(ws: Any, cap: RowCap) -> Iterator[tuple[int, tuple[object, ...]]]:
-    ws.reset_dimensions()  # exporters often write a wrong <dimension>; read what is there
+def _enum_name(value: object) -> str:
+    return str(value).rsplit(".", 1)[-1]  # SheetVisibleEnum.Hidden -> Hidden
+
+
+def _with_errors(row: tuple[object, ...], errors: list[tuple[int, str]]) -> tuple[object, ...]:
+    cells = list(row)
+    for column, text in errors:
+        cells.extend([None] * (column + 1 - len(cells)))
+        cells[column] = text
+    return tuple(cells)
+
+
+def _trimmed(
+    source: Iterator[tuple[int, tuple[object, ...]]], cap: RowCap
+) -> Iterator[tuple[int, tuple[object, ...]]]:
     blank_run = 0
-    for number, values in enumerate(ws.iter_rows(values_only=True), start=1):
-        values = tuple(values)
+    for number, values in source:
         cap.count(number, len(values))
         end = len(values)
         while end and is_blank(values[end - 1]):
@@ -71,17 +180,112 @@ def _trimmed_rows(ws: Any, cap: RowCap) -> Iterator[tuple[int, tuple[object, ...
                 return
             continue
         blank_run = 0
-        yield number, values[:end]
+        yield number, tuple(values[:end])
+
+
+_SHEET_TAG = re.compile(rb"<(?:\w+:)?sheet\b[^>]*>")
+_ATTR = re.compile(rb'([\w:]+)="([^"]*)"')
+# An error cell: <c r="D7" t="e"><f>B7/C7</f><v>#DIV/0!</v></c> (attributes in either order).
+_CELL_TAIL = rb"[^>]*>(?:<f[^>]*>.*?</f>|<f[^>]*/>)?<v>([^<]*)</v>"
+_ERROR_CELLS = (
+    re.compile(rb'<c\b[^>]*?\br="([A-Z]+)(\d+)"[^>]*?\bt="e"' + _CELL_TAIL),
+    re.compile(rb'<c\b[^>]*?\bt="e"[^>]*?\br="([A-Z]+)(\d+)"' + _CELL_TAIL),
+)
+
+
+def _scan_error_cells(path: Path, title: str) -> dict[int, list[tuple[int, str]]]:
+    """row → [(column index, the error's text such as `#DIV/0!`)], for one .xlsx sheet. Reads the sheet's
+    XML in chunks and only looks closer when a chunk holds an error cell (most sheets hold none)."""
+    if path.suffix.casefold() not in (".xlsx", ".xlsm"):
+        return {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            member = _sheet_member(z, title)
+            if member is None:
+                return {}
+            found: dict[tuple[int, int], str] = {}
+            carry = b""
+            with z.open(member) as fh:
+                while chunk := fh.read(4 << 20):
+                    data = carry + chunk
+                    if b't="e"' in data:
+                        for pattern in _ERROR_CELLS:
+                            for m in pattern.finditer(data):
+                                col = _column_index(m.group(1).decode())
+                                found[(int(m.group(2)), col)] = m.group(3).decode(
+                                    "utf-8", "replace"
+                                )
+                    carry = data[-2048:]
+            by_row: dict[int, list[tuple[int, str]]] = {}
+            for (row, col), text in sorted(found.items()):
+                by_row.setdefault(row, []).append((col, text))
+            return by_row
+    except (zipfile.BadZipFile, KeyError, OSError, zlib.error, EOFError):
+        return {}
+
+
+def _column_index(letters: str) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - 64
+    return n - 1
+
+
+def _sheet_member(z: zipfile.ZipFile, title: str) -> str | None:
+    """The zip member holding the sheet named `title` (workbook.xml + its relationships)."""
+    book = z.read("xl/workbook.xml")
+    rels = z.read("xl/_rels/workbook.xml.rels")
+    rel_id = None
+    for tag in _SHEET_TAG.findall(book):
+        attrs = dict(_ATTR.findall(tag))
+        name = _xml_unescape(attrs.get(b"name", b"").decode("utf-8", "replace"))
+        if name == title:
+            rel_id = next((v for k, v in attrs.items() if k.endswith(b":id")), None)
+            break
+    if rel_id is None:
+        return None
+    for tag in re.findall(rb"<(?:\w+:)?Relationship\b[^>]*>", rels):
+        attrs = dict(_ATTR.findall(tag))
+        if attrs.get(b"Id") == rel_id:
+            target = attrs.get(b"Target", b"").decode()
+            return target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+    return None
+
+
+def _xml_unescape(text: str) -> str:
+    for a, b in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&")):
+        text = text.replace(a, b)
+    return text
+
+
+_cache_lock = threading.Lock()
+_cached: tuple[tuple[str, int, int, WorkbookLimits], Book] | None = None
+
+
+def open_book(path: str | Path, name: str | None = None) -> Book:
+    """The workbook at `path`, parsed once: the last one opened is kept (an import opens the same
+    file for the header search, each sheet's score, the pre-scans and the rows)."""
+    global _cached
+    path = Path(path)
+    name = name or path.name
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise IngestError(f"cannot read the file: {exc.strerror}", where=Where(name)) from None
+    # The limits belong to the key: a workbook checked under other limits is checked again.
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, WorkbookLimits.from_env())
+    with _cache_lock:
+        if _cached is not None and _cached[0] == key and _cached[1].name == name:
+            return _cached[1]
+    book = Book(path, name)
+    with _cache_lock:
+        _cached = (key, book)
+    return book
 
 
 def list_sheets(path: str | Path) -> list[tuple[str, str]]:
     """(name, state) of every sheet; state is visible, hidden or veryHidden."""
-    path = Path(path)
-    wb = _open(path, path.name)
-    try:
-        return [(ws.title, ws.sheet_state) for ws in wb.worksheets]
-    finally:
-        wb.close()
+    return list(open_book(path).sheets)
 
 
 def read_xlsx(
@@ -98,52 +302,44 @@ def read_xlsx(
     Hidden sheets are skipped unless `include_hidden` or named explicitly."""
     path = Path(path)
     name = display_name or path.name
-    wb = _open(path, name)
-    try:
-        epoch = EXCEL_1904 if wb.epoch.date() == EXCEL_1904 else EXCEL_1900
-        sheets = [(ws.title, ws.sheet_state) for ws in wb.worksheets]
-        if sheet is not None:
-            wanted = [t for t, _ in sheets if t.casefold() == sheet.strip().casefold()]
-            if not wanted:
-                raise IngestError(
-                    f"no sheet named {sheet!r}; sheets: " + ", ".join(t for t, _ in sheets),
-                    where=Where(name),
-                    code="no_such_sheet",
-                )
-            candidates = wanted
-        else:
-            candidates = [t for t, state in sheets if include_hidden or state == "visible"]
-        chosen: tuple[str, int, list[Any]] | None = None
-        best = 0
-        scored: list[tuple[str, int]] = []
-        fallback: tuple[str, int, list[Any]] | None = None
-        for title in candidates:
-            head = list(
-                itertools.islice(
-                    _sheet_rows(wb[title], name), skip_rows, skip_rows + HEADER_SEARCH_ROWS
-                )
+    book = open_book(path, name)
+    sheets = book.sheets
+    if sheet is not None:
+        wanted = [t for t, _ in sheets if t.casefold() == sheet.strip().casefold()]
+        if not wanted:
+            raise IngestError(
+                f"no sheet named {sheet!r}; sheets: " + ", ".join(t for t, _ in sheets),
+                where=Where(name),
+                code="no_such_sheet",
             )
-            if not head:
-                continue
-            try:
-                pos = find_header(head, expected)
-            except IngestError:
-                continue
-            number, cells = head[pos]
-            found = (title, number, list(cells))
-            if sheet is not None or not expected:
-                chosen = found
-                break
-            # Score every visible sheet and keep the best (issue 11 item 6): a PM workbook's
-            # "Meters" sheet names a few expected columns, its "Meter Entries" sheet more.
-            score = header_score(cells, expected)
-            scored.append((title, score))
-            if score >= 2 and score > best:
-                chosen, best = found, score
-            fallback = fallback or found
-        chosen = chosen or fallback
-    finally:
-        wb.close()
+        candidates = wanted
+    else:
+        candidates = [t for t, state in sheets if include_hidden or state == "visible"]
+    chosen: tuple[str, int, list[Any]] | None = None
+    best = 0
+    scored: list[tuple[str, int]] = []
+    fallback: tuple[str, int, list[Any]] | None = None
+    for title in candidates:
+        head = list(itertools.islice(book.rows(title), skip_rows, skip_rows + HEADER_SEARCH_ROWS))
+        if not head:
+            continue
+        try:
+            pos = find_header(head, expected)
+        except IngestError:
+            continue
+        number, cells = head[pos]
+        found = (title, number, list(cells))
+        if sheet is not None or not expected:
+            chosen = found
+            break
+        # Score every visible sheet and keep the best (issue 11 item 6): a PM workbook's
+        # "Meters" sheet names a few expected columns, its "Meter Entries" sheet more.
+        score = header_score(cells, expected)
+        scored.append((title, score))
+        if score >= 2 and score > best:
+            chosen, best = found, score
+        fallback = fallback or found
+    chosen = chosen or fallback
     if chosen is None:
         raise IngestError(
             "no sheet with a header row naming the columns was found"
@@ -161,16 +357,12 @@ def read_xlsx(
     ]
 
     def rows() -> Iterator[Row]:
-        book = _open(path, name)
-        try:
-            for number, values in _sheet_rows(book[title], name):
-                if number <= header_row:
-                    continue
-                if len(values) < width:
-                    values = values + (None,) * (width - len(values))
-                yield Row(number, values)
-        finally:
-            book.close()
+        for number, values in open_book(path, name).rows(title):
+            if number <= header_row:
+                continue
+            if len(values) < width:
+                values = values + (None,) * (width - len(values))
+            yield Row(number, values)
 
     return Table(
         file=name,
@@ -181,6 +373,7 @@ def read_xlsx(
         sheet=title,
         other_sheets=others,
         notes=[f"read sheet {title!r} (header on row {header_row})"]
+        + ([book.fallback] if book.fallback else [])
         + (
             [
                 "sheets scored by the columns they name: "
@@ -189,5 +382,5 @@ def read_xlsx(
             if len(scored) > 1
             else []
         ),
-        date_epoch=epoch,
+        date_epoch=book.epoch,
     )
