@@ -20,8 +20,8 @@ CATALOG = MeterCatalog.build([MeterInfo("mtr_1", "electricity", "kWh")])
 HEADER = ["Meter ID", "Start Date", "End Date", "Consumption", "Unit"]
 
 
-def _stored(path: Path, **kw):
-    prepared, result = check_file(path, "long_csv", catalog=CATALOG, today=dt.date(2026, 1, 1))
+def _stored(path: Path) -> tuple[list, list]:
+    _prepared, result = check_file(path, "long_csv", catalog=CATALOG, today=dt.date(2026, 1, 1))
     readings = [(c.row, c.start, c.end, c.consumption) for c in result.all_candidates()]
     problems = [(p.code, p.where.row, p.where.column, p.value) for p in result.errors]
     return readings, problems
@@ -32,7 +32,7 @@ def test_error_cells_keep_their_text(tmp_path: Path) -> None:
     error, never read as an empty cell (calamine alone reads errors as "")."""
     wb = Workbook()
     ws = wb.active
-    ws.append(HEADER + ["Cost"])
+    ws.append([*HEADER, "Cost"])
     ws.append(["mtr_1", dt.date(2024, 1, 1), dt.date(2024, 1, 31), 100, "kWh", 12])
     ws.append(["mtr_1", dt.date(2024, 2, 1), dt.date(2024, 2, 29), "#DIV/0!", "kWh", 12])
     ws.append(["mtr_1", dt.date(2024, 3, 1), dt.date(2024, 3, 31), 120, "kWh", "#VALUE!"])
