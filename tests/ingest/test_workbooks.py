@@ -5,11 +5,14 @@ giving the same outcome on the differential corpus."""
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 import python_calamine
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openpyxl import Workbook
 
 from bpsync.ingest import MeterCatalog, MeterInfo, check_file
@@ -219,3 +222,74 @@ def test_the_openpyxl_fallback_gives_the_same_outcomes(openpyxl_only: None, tmp_
         want = dict(golden[case.name])
         want.pop("notes")
         assert got == want, case.name
+
+
+CELL = st.one_of(
+    st.none(),
+    st.sampled_from(["", "N/A", " - ", "x", "#DIV/0!", "Total"]),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.dates(dt.date(2020, 1, 1), dt.date(2030, 1, 1)),
+    st.booleans(),
+)
+
+
+def _chunked(table) -> list[tuple[int, tuple[object, ...]]]:
+    from bpsync.ingest.frame import table_chunks
+
+    out = []
+    for chunk in table_chunks(table, size=4):
+        for pos in range(len(chunk)):
+            n = max(len(table.headers), int(chunk.lengths[pos]))
+            out.append((int(chunk.numbers[pos]), tuple(chunk.column(j)[pos] for j in range(n))))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(st.lists(CELL, max_size=7), max_size=25),
+    offset=st.integers(0, 2),
+    limit=st.integers(2, 6),
+)
+def test_calamine_chunks_match_its_rows(rows, offset, limit):
+    """The import's chunks (straight from calamine) hold the same rows, numbers and cells as the
+    row-by-row reader: blank and placeholder-only rows skipped, trailing blanks trimmed, error
+    cells kept, and the sheet ended by a run of `limit` blank rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wb = Workbook()
+        ws = wb.active
+        ws.append([None] * offset + HEADER)
+        for row in rows:
+            ws.append([None] * offset + row)
+        path = Path(tmp) / "random.xlsx"
+        wb.save(path)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(xlsx_reader, "BLANK_RUN_LIMIT", limit)
+            mp.setattr(xlsx_reader, "_cached", None)
+            table = read_xlsx(path)
+            by_rows = [
+                (r.number, tuple(r.cells) + (None,) * (len(table.headers) - len(r.cells)))
+                for r in table.rows()
+            ]
+            assert _chunked(table) == by_rows
+
+
+def test_a_run_of_blank_rows_ends_the_sheet_in_both_readers(tmp_path: Path, monkeypatch):
+    """Three blank rows (the limit, lowered from 1,000 for the test) end the sheet: the row after
+    them is not read, by the chunks or by the rows; two blank rows do not."""
+    monkeypatch.setattr(xlsx_reader, "BLANK_RUN_LIMIT", 3)
+    monkeypatch.setattr(xlsx_reader, "_cached", None)
+    wb = Workbook()
+    ws = wb.active
+    ws.append(HEADER)
+    ws.append(["m1", dt.date(2024, 1, 1), dt.date(2024, 1, 31), 1, "kWh"])
+    ws.append([None, "N/A"])
+    ws.append([])
+    ws.append(["m1", dt.date(2024, 2, 1), dt.date(2024, 2, 29), 2, "kWh"])  # row 5: read
+    for _ in range(3):
+        ws.append(["-"])
+    ws.append(["m1", dt.date(2024, 3, 1), dt.date(2024, 3, 31), 3, "kWh"])  # row 9: not read
+    path = tmp_path / "gaps.xlsx"
+    wb.save(path)
+    table = read_xlsx(path)
+    assert [r.number for r in table.rows()] == [2, 5]
+    assert [n for n, _ in _chunked(table)] == [2, 5]

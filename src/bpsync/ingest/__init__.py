@@ -1,4 +1,4 @@
-"""The import engine's pure stages: read → map (template) → normalise → validate.
+"""The import engine's pure stages: read → map (template) → normalise → validate, column-wise.
 
 No network here: the client stage fetches the meter catalog and stored readings and passes them
 in as plain data; plan/journal/submit build on `ValidationResult.candidates()`. docs/import.md
@@ -6,8 +6,8 @@ describes templates, fields and every problem code."""
 
 from __future__ import annotations
 
-from bpsync.ingest.mapping import MappedRow, map_rows, map_table, resolve_columns, scan_date_order
-from bpsync.ingest.normalise import Candidate, MeterCatalog, MeterInfo, normalise
+from bpsync.ingest.mapping import MappedRow, map_table, plan_table, resolve_columns, scan_date_order
+from bpsync.ingest.normalise import Candidate, MeterCatalog, MeterInfo
 from bpsync.ingest.pipeline import (
     Prepared,
     attach_row_values,
@@ -34,7 +34,6 @@ from bpsync.ingest.validate import (
     Collected,
     StoredReading,
     ValidationResult,
-    collect,
     predict_flags,
     validate,
 )
@@ -63,15 +62,13 @@ __all__ = [
     "check",
     "check_file",
     "choose_template",
-    "collect",
     "list_templates",
     "load_template",
-    "map_rows",
     "map_table",
     "match_template",
-    "normalise",
     "open_table",
     "plan_register",
+    "plan_table",
     "predict_flags",
     "prepare",
     "read_register",

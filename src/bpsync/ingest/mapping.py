@@ -1,6 +1,8 @@
-"""Map: a `Table` and a `Template` in, one `MappedRow` per reading (or a `Problem`) out, lazily.
+"""Map: a template's fields found in a table's headers (`resolve_columns`), and the decisions taken
+from the whole file before any row is mapped (`plan_table`: decimal separator, date order, period
+convention). The rows themselves are mapped column-wise in `bpsync.ingest.frame`.
 
-Wide layouts are unpivoted here: a row of a wide_meters sheet yields one reading per meter
+Wide layouts are unpivoted there: a row of a wide_meters sheet yields one reading per meter
 column, a row of a wide_months sheet one reading per month column. Dates become inclusive periods
 (docs/decisions.md D18): "end equals the next start" exports have their end moved back a day."""
 
@@ -19,11 +21,11 @@ from bpsync.ingest.dates import (
     parse_date,
     parse_month,
 )
+from bpsync.ingest.frame import Plan
 from bpsync.ingest.problems import IngestError, Problem, Where
-from bpsync.ingest.readers.base import Row, Table, is_total_row
+from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import AmbiguousColumn, Template, TemplateError, find_column
-from bpsync.ingest.units import lookup_meter_type, lookup_unit
-from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_flag, parse_number
+from bpsync.ingest.values import Header, cell_text, is_blank
 
 # Look at this many date cells before deciding the file writes no all-numeric dates.
 DATE_SCAN_LIMIT = 1000
@@ -171,334 +173,6 @@ def scan_date_order(
         ) from None
 
 
-class _RowError(Exception):
-    def __init__(self, code: str, reason: str, header: Header | None, value: object = None):
-        self.code, self.reason, self.header, self.value = code, reason, header, value
-
-
-def map_rows(
-    table: Table,
-    template: Template,
-    *,
-    columns: Columns | None = None,
-    date_order: DateOrder | None = None,
-    next_start_meters: frozenset[str] | None = None,
-) -> Iterator[MappedRow | Problem]:
-    """Every reading of the table, or a Problem for each row (or wide cell) that cannot be read.
-    Call `scan_date_order` first for files with all-numeric dates (`map_table` does both)."""
-    if template.format == "greenbutton" and table.kind != "greenbutton":
-        raise TemplateError("this template reads Green Button XML only", template=template.name)
-    columns = columns or resolve_columns(table, template)
-    f = columns.fields
-    order = date_order
-    decimal = template.decimal
-    epoch = table.date_epoch
-    fmt = template.date_format
-    true_values = frozenset(v.strip().casefold() for v in template.estimated_values) or None
-    one_day = dt.timedelta(days=1)
-
-    def cell(cells: tuple[object, ...], h: Header | None) -> object:
-        return cells[h.index] if h is not None and h.index < len(cells) else None
-
-    dates_seen: dict[str, dt.date] = {}  # real files repeat their dates: parse each text once
-    units_seen: dict[str, str] = {}
-    meters_seen: dict[str, str] = {}
-
-    def date_of(cells: tuple[object, ...], name: str) -> dt.date:
-        h = f[name]
-        value = cell(cells, h)
-        if type(value) is str:
-            known = dates_seen.get(value)
-            if known is not None:
-                return known
-        if is_blank(value):
-            raise _RowError("missing_date", f"{name.replace('_', ' ')} is empty", h)
-        try:
-            day = parse_date(value, order, fmt, epoch)
-        except DateError as exc:
-            raise _RowError(
-                "bad_date", f"{name.replace('_', ' ')} is not a date: {exc}", h, value
-            ) from None
-        if type(value) is str and len(dates_seen) < 100_000:
-            dates_seen[value] = day
-        return day
-
-    def days_of(cells: tuple[object, ...]) -> int:
-        h = f["days"]
-        value = cell(cells, h)
-        try:
-            number = parse_number(value, decimal)
-        except NumberError:
-            number = None
-        if number is None or number != int(number) or not 1 <= number <= 3660:
-            raise _RowError(
-                "bad_days", "the number of days must be a whole number from 1", h, value
-            )
-        return int(number)
-
-    # The period of a row, by whichever date fields the template maps. With end_date = "auto",
-    # `next_start_meters` names the meters whose file writes end == next start.
-    def period(cells: tuple[object, ...], meter: str | None = None) -> tuple[dt.date, dt.date]:
-        next_start = template.end_date == "next_start" or (
-            next_start_meters is not None and meter in next_start_meters
-        )
-        if "start_date" in f and "end_date" in f:
-            start, end = date_of(cells, "start_date"), date_of(cells, "end_date")
-            if next_start:
-                end -= one_day
-        elif "month" in f:
-            h = f["month"]
-            value = cell(cells, h)
-            if is_blank(value):
-                raise _RowError("missing_date", "month is empty", h)
-            try:
-                return parse_month(value, order, epoch)
-            except DateError as exc:
-                raise _RowError("bad_date", f"month is not a month: {exc}", h, value) from None
-        elif "start_date" in f:
-            start = date_of(cells, "start_date")
-            end = start + dt.timedelta(days=days_of(cells) - 1)
-        else:
-            read = date_of(cells, "bill_date" if "bill_date" in f else "end_date")
-            days = days_of(cells)
-            end = read - one_day if next_start else read
-            start = end - dt.timedelta(days=days - 1)
-        if end < start:
-            header = f.get("end_date") or f.get("bill_date")
-            raise _RowError(
-                "end_before_start",
-                f"the period ends ({end}) before it starts ({start})"
-                + (" once the end date is made inclusive" if next_start else ""),
-                header,
-                cell(cells, header),
-            )
-        return start, end
-
-    def number_of(cells: tuple[object, ...], name: str, h: Header | None = None) -> float | None:
-        h = h or f.get(name)
-        if h is None:
-            return None
-        value = cell(cells, h)
-        try:
-            return parse_number(value, decimal)
-        except NumberError as exc:
-            raise _RowError(
-                f"bad_{name}", f"{name.replace('_', ' ')} is not a number: {exc}", h, value
-            ) from None
-
-    def unit_of(cells: tuple[object, ...], value_header: Header | None) -> str | None:
-        if "unit" in f:
-            value = cell(cells, f["unit"])
-            if type(value) is str and value in units_seen:
-                return units_seen[value]
-            if not is_blank(value):
-                unit = lookup_unit(str(value))
-                if unit is None:
-                    raise _RowError(
-                        "unknown_unit", "the unit is not one bpsync knows", f["unit"], value
-                    )
-                if type(value) is str and len(units_seen) < 10_000:
-                    units_seen[value] = unit.name
-                return unit.name
-        if value_header is not None and value_header.unit:
-            return value_header.unit
-        return template.fixed_unit
-
-    def extras(cells: tuple[object, ...]) -> tuple[float | None, str | None, float | None, bool]:
-        cost = number_of(cells, "cost")
-        currency = template.fixed_currency
-        if "cost" in f and f["cost"].currency:
-            currency = f["cost"].currency
-        if "currency" in f:
-            value = cell(cells, f["currency"])
-            if not is_blank(value):
-                currency = str(value).strip().upper()
-        demand = number_of(cells, "demand")
-        estimated = False
-        if "estimated" in f:
-            value = cell(cells, f["estimated"])
-            flag = parse_flag(value, true_values) if true_values else parse_flag(value)
-            if flag is None:
-                if true_values:
-                    flag = False  # the template lists the values meaning "estimated"
-                else:
-                    raise _RowError(
-                        "bad_estimated", "the estimated flag is not yes/no", f["estimated"], value
-                    )
-            estimated = flag
-        return cost, currency, demand, estimated
-
-    fixed_meter = template.fixed_meter
-
-    def meter_of(cells: tuple[object, ...]) -> tuple[str, str | None]:
-        if fixed_meter:
-            return fixed_meter, None
-        if template.meter.by == "building_name":
-            building, name = cell(cells, columns.building), cell(cells, columns.meter_name)
-            if is_blank(building):
-                raise _RowError("missing_meter", "the building name is empty", columns.building)
-            if is_blank(name):
-                raise _RowError("missing_meter", "the meter name is empty", columns.meter_name)
-            return cell_text(name).strip(), cell_text(building).strip()
-        value = cell(cells, columns.meter)
-        if type(value) is str:
-            known = meters_seen.get(value)
-            if known is not None:
-                return known, None
-        if is_blank(value):
-            raise _RowError("missing_meter", "the meter is empty", columns.meter)
-        key = cell_text(value).strip()
-        if type(value) is str and len(meters_seen) < 1_000_000:
-            meters_seen[value] = key
-        return key, None
-
-    types_seen: dict[str, str] = {}
-
-    def meter_type_of(cells: tuple[object, ...]) -> str | None:
-        h = f.get("meter_type")
-        value = cell(cells, h)
-        if h is None or is_blank(value):
-            return None
-        text = cell_text(value).strip()
-        known = types_seen.get(text)
-        if known is None:
-            known = lookup_meter_type(text)
-            if known is None:
-                raise _RowError(
-                    "unknown_meter_type",
-                    "the meter type is not one bpsync knows, so the row cannot be put in a meter "
-                    "safely",
-                    h,
-                    value,
-                )
-            types_seen[text] = known
-        return known
-
-    def filled_skip(cells: tuple[object, ...]) -> Header | None:
-        return next((h for h in columns.skip_if_filled if not is_blank(cell(cells, h))), None)
-
-    def problem(row: Row, err: _RowError, meter: str | None = None) -> Problem:
-        where = table.where(row.number, err.header)
-        value = None if err.value is None else cell_text(err.value)
-        return Problem(
-            err.code,
-            err.reason,
-            where,
-            value=value,
-            meter=meter,
-            row_values=tuple(cell_text(c) for c in row.cells),
-        )
-
-    layout = template.layout
-    for row in table.rows():
-        cells = row.cells
-        if is_total_row(cells):
-            yield Problem(
-                "total_row",
-                "skipped a total row",
-                table.where(row.number),
-                severity="notice",
-                row_values=tuple(cell_text(c) for c in cells),
-            )
-            continue
-        if columns.skip_if_filled:
-            filled = filled_skip(cells)
-            if filled is not None:
-                yield Problem(
-                    "already_in_source",
-                    f"{filled.label} is filled: Portfolio Manager already holds this entry, so "
-                    "the row is not inserted",
-                    table.where(row.number, filled),
-                    value=cell_text(cell(cells, filled)),
-                    severity="notice",
-                    row_values=tuple(cell_text(c) for c in cells),
-                )
-                continue
-        try:
-            if layout == "long":
-                meter, building = meter_of(cells)
-                meter_type = meter_type_of(cells)
-                start, end = period(cells, _convention_key(meter, building))
-                consumption = number_of(cells, "consumption")
-                if consumption is None:
-                    raise _RowError("missing_consumption", "consumption is empty", f["consumption"])
-                unit = unit_of(cells, f["consumption"])
-                cost, currency, demand, estimated = extras(cells)
-                yield MappedRow(
-                    row.number,
-                    meter,
-                    start,
-                    end,
-                    consumption,
-                    unit,
-                    cost,
-                    currency,
-                    demand,
-                    estimated,
-                    building,
-                    meter_type=meter_type,
-                )
-                continue
-            if layout == "wide_meters":
-                start, end = period(cells)
-                cost, currency, demand, estimated = extras(cells)
-                row_meter = None
-                row_building = None
-            else:
-                row_meter, row_building = meter_of(cells)
-                row_type = meter_type_of(cells)
-                cost = currency = demand = None
-                estimated = False
-        except _RowError as err:
-            yield problem(row, err)
-            continue
-        for h, first, last in columns.values:
-            value = cell(cells, h)
-            if is_blank(value):
-                continue  # an empty cell in a wide sheet is "no reading", not an error
-            try:
-                consumption = number_of(cells, "consumption", h)
-                assert consumption is not None
-                unit = unit_of(cells, h)
-            except _RowError as err:
-                yield problem(row, err, meter=row_meter or h.label)
-                continue
-            if layout == "wide_meters":
-                yield MappedRow(
-                    row.number,
-                    h.label,
-                    start,
-                    end,
-                    consumption,
-                    unit,
-                    None,
-                    currency,
-                    None,
-                    estimated,
-                    None,
-                    h.text,
-                    h.index,
-                )
-            else:
-                assert first is not None and last is not None and row_meter is not None
-                yield MappedRow(
-                    row.number,
-                    row_meter,
-                    first,
-                    last,
-                    consumption,
-                    unit,
-                    None,
-                    None,
-                    None,
-                    False,
-                    row_building,
-                    h.text,
-                    h.index,
-                    row_type,
-                )
-
-
 def _convention_key(meter: str, building: str | None) -> str:
     return meter if building is None else f"{building}\x1f{meter}"
 
@@ -633,9 +307,12 @@ def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str
     return ".", None
 
 
-def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
-    """Resolve the columns, decide the date order from the data, and map every row.
-    Raises IngestError before yielding anything when the file as a whole cannot be read."""
+def plan_table(table: Table, template: Template) -> Plan:
+    """Resolve the columns and make the whole-file decisions from the data: decimal separator,
+    date order, and (end_date = "auto") each meter's period convention. Notes for the dry run go
+    to `table.notes`. Raises IngestError when the file as a whole cannot be read."""
+    if template.format == "greenbutton" and table.kind != "greenbutton":
+        raise TemplateError("this template reads Green Button XML only", template=template.name)
     columns = resolve_columns(table, template)
     if template.decimal == "auto":
         decimal, note = scan_decimal(table, columns)
@@ -651,13 +328,12 @@ def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]
     if template.end_date == "auto":
         next_start_meters, notes = scan_period_convention(table, template, columns, order)
         table.notes.extend(notes)
-    return itertools.chain(
-        table.problems,
-        map_rows(
-            table,
-            template,
-            columns=columns,
-            date_order=order,
-            next_start_meters=next_start_meters,
-        ),
-    )
+    return Plan(template, columns, order, template.decimal, next_start_meters)
+
+
+def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
+    """Every reading of the table as the file states it, or a Problem for each row (or wide
+    cell) that cannot be read, in file order (the columnar engine's mapped stage as objects)."""
+    from bpsync.ingest.frame import mapped_rows
+
+    return mapped_rows(table, plan_table(table, template))

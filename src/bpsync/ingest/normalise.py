@@ -1,4 +1,6 @@
-"""Normalise: find each mapped row's meter and express its quantity in the meter's unit.
+"""Normalise: what finding each reading's meter needs (the organisation's meters and the profile's
+meter map) and what a normalised reading is. The work itself is column-wise, in
+`bpsync.ingest.frame.Normaliser`.
 
 Meters are matched three ways (the template says which): the service's meter id in a column; an
 external reference (utility meter number, Portfolio Manager meter id) through the profile's meter
@@ -9,18 +11,11 @@ file units and meters stay unresolved (offline checks and template previews)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpsync.ingest.mapping import MappedRow
-from bpsync.ingest.problems import Problem, Where
-from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
-from bpsync.ingest.units import UnitError, convert, lookup_unit
-from bpsync.ingest.values import Header
-
-_CURRENCY_LEN = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,108 +113,3 @@ class Candidate:
         if self.demand_kw is not None:
             body["demand_kw"] = self.demand_kw
         return body
-
-
-def normalise(
-    rows: Iterable[MappedRow | Problem],
-    table: Table,
-    *,
-    by: MeterBy,
-    catalog: MeterCatalog | None = None,
-) -> Iterator[Candidate | Problem]:
-    """Resolve meters and convert units; problems pass through, new ones are added per row."""
-    resolved: dict[tuple[str, str | None], MeterInfo | str] = {}
-    headers = {h.index: h for h in table.headers}
-    for item in rows:
-        if isinstance(item, Problem):
-            yield item
-            continue
-        header = headers.get(item.column_index) if item.column_index is not None else None
-
-        if item.currency is not None and (
-            len(item.currency) != _CURRENCY_LEN or not item.currency.isalpha()
-        ):
-            yield _problem(
-                table,
-                item,
-                header,
-                "bad_currency",
-                "the currency is not a 3-letter ISO 4217 code",
-                item.currency,
-            )
-            continue
-        if item.demand_kw is not None and item.demand_kw < 0:
-            yield _problem(
-                table, item, header, "bad_demand", "demand cannot be negative", str(item.demand_kw)
-            )
-            continue
-        if catalog is None:
-            unit = (
-                lookup_unit(item.unit).name if item.unit and lookup_unit(item.unit) else item.unit
-            )
-            yield Candidate(
-                item.row,
-                _key(item),
-                None,
-                item.start,
-                item.end,
-                item.consumption,
-                unit,
-                item.cost,
-                item.currency,
-                item.demand_kw,
-                item.estimated,
-                item.column_index,
-            )
-            continue
-        cache_key = (item.meter_key, item.building)
-        meter = resolved.get(cache_key)
-        if meter is None:
-            meter = resolved[cache_key] = catalog.resolve(by, item.meter_key, item.building)
-        if isinstance(meter, str):
-            yield _problem(table, item, header, "unknown_meter", meter, _key(item))
-            continue
-        if item.meter_type is not None and item.meter_type != meter.type:
-            yield _problem(
-                table,
-                item,
-                header,
-                "meter_type_mismatch",
-                f"the file says this is a {item.meter_type.replace('_', ' ')} meter but "
-                f"{_key(item)!r} is linked to a {meter.type.replace('_', ' ')} meter",
-                item.meter_type,
-            )
-            continue
-        consumption = item.consumption
-        if item.unit is not None:
-            try:
-                consumption = convert(item.consumption, item.unit, meter.type, meter.unit)
-            except UnitError as exc:
-                yield _problem(table, item, header, "unit_mismatch", str(exc), item.unit)
-                continue
-        yield Candidate(
-            item.row,
-            _key(item),
-            meter.id,
-            item.start,
-            item.end,
-            consumption,
-            meter.unit,
-            item.cost,
-            item.currency,
-            item.demand_kw,
-            item.estimated,
-            item.column_index,
-        )
-
-
-def _problem(
-    table: Table, item: MappedRow, header: Header | None, code: str, reason: str, value: str | None
-) -> Problem:
-    column = header.text if header else None
-    where = Where(table.file, table.sheet, item.row, column, item.column_index)
-    return Problem(code, reason, where, value=value, meter=item.meter_key)
-
-
-def _key(item: MappedRow) -> str:
-    return f"{item.building} / {item.meter_key}" if item.building else item.meter_key

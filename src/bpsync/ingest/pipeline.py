@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bpsync.ingest.mapping import map_table, resolve_columns
-from bpsync.ingest.normalise import MeterCatalog, normalise
+from bpsync.ingest.frame import collect_table
+from bpsync.ingest.mapping import plan_table, resolve_columns
+from bpsync.ingest.normalise import MeterCatalog
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
 from bpsync.ingest.readers.xlsx import list_sheets
@@ -26,7 +27,7 @@ from bpsync.ingest.templates import (
     match_template,
     suggest_template,
 )
-from bpsync.ingest.validate import Collected, StoredReading, ValidationResult, collect, validate
+from bpsync.ingest.validate import Collected, StoredReading, ValidationResult, validate
 from bpsync.ingest.values import cell_text
 
 GREEN_BUTTON_TEMPLATE = "green_button"
@@ -170,9 +171,8 @@ def prepare(
         delimiter=delimiter,
         meter=meter,
     )
-    mapped = map_table(table, t)
-    items = normalise(mapped, table, by=t.meter.by, catalog=catalog)
-    collected = collect(items, file=table.file, sheet=table.sheet)
+    plan = plan_table(table, t)
+    collected = collect_table(table, plan, catalog)
     return Prepared(table, t, collected, notes=list(table.notes))
 
 

@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import itertools
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
 
 from bpsync.ingest.normalise import Candidate
 from bpsync.ingest.problems import Problem, Severity, Where
@@ -161,38 +166,75 @@ class StoredReading:
     id: str | None = None
 
 
+COLUMNS = {
+    "rows": np.int64,
+    "starts": np.int64,  # day ordinals
+    "ends": np.int64,
+    "consumption": np.float64,
+    "cost": np.float64,  # NaN: none
+    "demand": np.float64,  # NaN: none
+    "currency": np.int16,  # index into Collected.currencies, -1: none
+    "estimated": np.int8,
+    "cols": np.int64,  # the value column of a wide layout, -1: none
+}
+
+
 class _MeterSet:
-    """One meter's readings from the file, column-wise."""
+    """One meter's readings from the file: views of the collection's columns (about 60 bytes a
+    reading in all), rows lo..hi of them."""
 
-    __slots__ = (
-        "cols",
-        "consumption",
-        "cost",
-        "currency",
-        "demand",
-        "ends",
-        "estimated",
-        "key",
-        "meter_id",
-        "rows",
-        "starts",
-        "unit",
-    )
+    __slots__ = ("_columns", "hi", "key", "lo", "meter_id", "unit")
 
-    def __init__(self, key: str, meter_id: str | None, unit: str | None) -> None:
+    def __init__(
+        self,
+        key: str,
+        meter_id: str | None,
+        unit: str | None,
+        columns: Mapping[str, np.ndarray],
+        lo: int,
+        hi: int,
+    ) -> None:
         self.key, self.meter_id, self.unit = key, meter_id, unit
-        self.rows = array("q")
-        self.starts = array("l")
-        self.ends = array("l")
-        self.consumption = array("d")
-        self.cost = array("d")
-        self.demand = array("d")
-        self.currency = array("h")
-        self.estimated = array("b")
-        self.cols = array("l")
+        self._columns, self.lo, self.hi = columns, lo, hi
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.hi - self.lo
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name in COLUMNS:
+            return self._columns[name][self.lo : self.hi]
+        raise AttributeError(name)
+
+    def lists(self) -> SimpleNamespace:
+        """The readings as Python lists (for the reading-by-reading checks)."""
+        return SimpleNamespace(
+            key=self.key,
+            meter_id=self.meter_id,
+            unit=self.unit,
+            **{name: getattr(self, name).tolist() for name in COLUMNS},
+        )
+
+
+def collected_from(
+    meters: Sequence[tuple[str, str | None, str | None, Mapping[str, Sequence[Any]]]],
+    **fields: Any,
+) -> Collected:
+    """A Collected from per-meter columns ((key, meter id, unit, {column: values})), in order."""
+    columns = {
+        name: np.concatenate(
+            [np.asarray(cols.get(name, ()), dtype=dtype) for _, _, _, cols in meters]
+        )
+        if meters
+        else np.empty(0, dtype=dtype)
+        for name, dtype in COLUMNS.items()
+    }
+    collected = Collected(columns=columns, **fields)
+    lo = 0
+    for key, meter_id, unit, cols in meters:
+        hi = lo + len(cols["rows"])
+        collected.meters[meter_id or key] = _MeterSet(key, meter_id, unit, columns, lo, hi)
+        lo = hi
+    return collected
 
 
 @dataclass
@@ -206,6 +248,7 @@ class Collected:
     file: str = ""
     sheet: str | None = None
     rows_read: int = 0
+    columns: dict[str, np.ndarray] = field(default_factory=dict)  # every meter's, meter by meter
 
     @property
     def count(self) -> int:
@@ -218,50 +261,12 @@ class Collected:
         for m in self.meters.values():
             if m.meter_id is None or not len(m):
                 continue
-            first = dt.date.fromordinal(min(m.starts))
+            first = dt.date.fromordinal(int(m.starts.min()))
             out[m.meter_id] = (
                 _days_before(first, WINDOW_DAYS + 1),
-                dt.date.fromordinal(max(m.ends)),
+                dt.date.fromordinal(int(m.ends.max())),
             )
         return out
-
-
-def collect(
-    items: Iterable[Candidate | Problem], *, file: str = "", sheet: str | None = None
-) -> Collected:
-    """Drain the normalised stream into compact per-meter columns."""
-    c = Collected(file=file, sheet=sheet)
-    currency_index: dict[str | None, int] = {None: -1}
-    # Items arrive in row order (a wide row yields several): count rows without keeping them.
-    last_row = None
-    rows = 0
-    for item in items:
-        row = item.where.row if isinstance(item, Problem) else item.row
-        if row is not None and row != last_row:
-            rows += 1
-            last_row = row
-        if isinstance(item, Problem):
-            c.problems.append(item)
-            continue
-        key = item.meter_id or item.meter_key
-        m = c.meters.get(key)
-        if m is None:
-            m = c.meters[key] = _MeterSet(item.meter_key, item.meter_id, item.unit)
-        cur = currency_index.get(item.currency)
-        if cur is None:
-            cur = currency_index[item.currency] = len(c.currencies)
-            c.currencies.append(item.currency or "")
-        m.rows.append(item.row)
-        m.starts.append(item.start.toordinal())
-        m.ends.append(item.end.toordinal())
-        m.consumption.append(item.consumption)
-        m.cost.append(_NAN if item.cost is None else item.cost)
-        m.demand.append(_NAN if item.demand_kw is None else item.demand_kw)
-        m.currency.append(cur)
-        m.estimated.append(1 if item.estimated else 0)
-        m.cols.append(-1 if item.column_index is None else item.column_index)
-    c.rows_read = rows
-    return c
 
 
 def _nan_safe(value: float) -> float:
@@ -302,7 +307,7 @@ class ValidationResult:
 
     def candidates(self, meter: str) -> Iterator[Candidate]:
         """The readings of one meter that passed, by start date (what the planner batches)."""
-        m = self.collected.meters[meter]
+        m = self.collected.meters[meter].lists()
         cur = self.collected.currencies
         for i in self.accepted.get(meter, ()):
             cost, demand = m.cost[i], m.demand[i]
@@ -350,17 +355,55 @@ def validate(
     before the file's range, see `Collected.meter_ranges`); `today` enables the future-date check
     (the service allows ends up to one day ahead of its UTC date). `start_column` names the column
     period problems point at; value problems point at the reading's consumption column
-    (`consumption_column`, or the wide layout's own column), named by `value_columns`."""
-    result = ValidationResult(collected, problems=list(collected.problems))
+    (`consumption_column`, or the wide layout's own column), named by `value_columns`.
+
+    Meters without stored readings are checked column-wise (`bpsync.ingest.checks`); a meter with
+    stored readings reading by reading against them. Problems come out in row order, errors first
+    within a row, then in the order the checks run."""
+    from bpsync.ingest.checks import Context, check_meters
+
+    result = ValidationResult(collected)
     last_allowed = (today + dt.timedelta(days=1)).toordinal() if today else None
     col_name, col_index = start_column or (None, None)
-
     names = value_columns or {}
 
     def where(row: int, column: int | None = None) -> Where:
         if column is None or column < 0:
             return Where(collected.file, collected.sheet, row, col_name, col_index)
         return Where(collected.file, collected.sheet, row, names.get(column), column)
+
+    keyed: list[tuple[tuple[Any, ...], Problem]] = [
+        ((p.where.row is None, p.where.row or 0, p.severity != "error", 0, i), p)
+        for i, p in enumerate(collected.problems)
+    ]
+    context = Context(where, last_allowed, consumption_column, keyed)
+    plain: list[tuple[int, str, _MeterSet]] = []
+    for position, (key, m) in enumerate(collected.meters.items()):
+        stored = existing.get(m.meter_id, ()) if existing and m.meter_id else ()
+        if stored:
+            _check_meter_with_stored(result, context, position, key, m, stored)
+        else:
+            plain.append((position, key, m))
+    check_meters(result, context, plain)
+    result.accepted = {key: result.accepted[key] for key in collected.meters}  # file order
+    keyed.sort(key=lambda kp: kp[0])
+    result.problems = [p for _, p in keyed]
+    return result
+
+
+def _check_meter_with_stored(
+    result: ValidationResult,
+    context: Any,
+    position: int,
+    key: str,
+    meter: _MeterSet,
+    stored_readings: Sequence[StoredReading],
+) -> None:
+    """One meter with readings already on the service, reading by reading."""
+    where, last_allowed = context.where, context.last_allowed
+    emitted = itertools.count()
+    n = len(meter)
+    m = meter.lists()
 
     def add(
         code: str,
@@ -372,117 +415,109 @@ def validate(
         column: int | None = None,
     ) -> None:
         problem = Problem(code, reason, where(row, column), value, severity, meter)
-        result.problems.append(problem)
+        context.keyed.append(
+            ((False, row, severity != "error", 1, position, next(emitted)), problem)
+        )
 
     fmt = dt.date.fromordinal
-    for key, m in collected.meters.items():
-        n = len(m)
-        order = sorted(range(n), key=lambda i: (m.starts[i], m.ends[i], m.rows[i]))
-        rejected: set[int] = set()
-        # Duplicates and overlaps inside the file.
-        # Sorted by period, identical readings are neighbours: compare within one period only.
-        seen: dict[tuple[float, float, float], int] = {}
-        period: tuple[int, int] | None = None
-        kept: list[int] = []
-        for i in order:
-            if (m.starts[i], m.ends[i]) != period:
-                period, seen = (m.starts[i], m.ends[i]), {}
-            sig = tuple(_nan_safe(v) for v in (m.consumption[i], m.cost[i], m.demand[i]))
-            first = seen.get(sig)  # type: ignore[arg-type]
-            if first is not None:
+    order = sorted(range(n), key=lambda i: (m.starts[i], m.ends[i], m.rows[i]))
+    rejected: set[int] = set()
+    # Duplicates and overlaps inside the file.
+    # Sorted by period, identical readings are neighbours: compare within one period only.
+    seen: dict[tuple[float, float, float], int] = {}
+    period: tuple[int, int] | None = None
+    kept: list[int] = []
+    for i in order:
+        if (m.starts[i], m.ends[i]) != period:
+            period, seen = (m.starts[i], m.ends[i]), {}
+        sig = tuple(_nan_safe(v) for v in (m.consumption[i], m.cost[i], m.demand[i]))
+        first = seen.get(sig)  # type: ignore[arg-type]
+        if first is not None:
+            add(
+                "duplicate_row",
+                f"the same reading as row {m.rows[first]}; sent once",
+                m.rows[i],
+                m.key,
+                "warning",
+            )
+            rejected.add(i)  # not an error: dropped, the first copy goes
+            continue
+        seen[sig] = i  # type: ignore[index]
+        kept.append(i)
+    latest: int | None = None  # the kept reading reaching furthest so far
+    for i in kept:
+        if latest is not None and m.starts[i] <= m.ends[latest]:
+            for a, b in ((i, latest), (latest, i)):
                 add(
-                    "duplicate_row",
-                    f"the same reading as row {m.rows[first]}; sent once",
-                    m.rows[i],
+                    "overlap",
+                    f"{fmt(m.starts[a])}..{fmt(m.ends[a])} overlaps row {m.rows[b]} "
+                    f"({fmt(m.starts[b])}..{fmt(m.ends[b])}); both dates are inclusive",
+                    m.rows[a],
                     m.key,
-                    "warning",
                 )
-                rejected.add(i)  # not an error: dropped, the first copy goes
-                continue
-            seen[sig] = i  # type: ignore[index]
-            kept.append(i)
-        latest: int | None = None  # the kept reading reaching furthest so far
-        for i in kept:
-            if latest is not None and m.starts[i] <= m.ends[latest]:
-                for a, b in ((i, latest), (latest, i)):
+            rejected.update((i, latest))
+        if latest is None or m.ends[i] > m.ends[latest]:
+            latest = i
+    # Against what the service already holds.
+    stored = sorted(stored_readings, key=lambda s: s.start)
+    stored_starts = [s.start.toordinal() for s in stored]
+    for i in kept:
+        if i in rejected:
+            continue
+        if last_allowed is not None and m.ends[i] > last_allowed:
+            add(
+                "future_date",
+                f"the period ends {fmt(m.ends[i])}, in the future",
+                m.rows[i],
+                m.key,
+            )
+            rejected.add(i)
+            continue
+        pos = bisect.bisect_right(stored_starts, m.ends[i])
+        for s in stored[max(pos - 2, 0) : pos] if stored else ():
+            if s.start.toordinal() <= m.ends[i] and m.starts[i] <= s.end.toordinal():
+                same = (
+                    s.start.toordinal() == m.starts[i]
+                    and s.end.toordinal() == m.ends[i]
+                    and math.isclose(s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9)
+                )
+                if same:
+                    result.already_stored += 1
                     add(
-                        "overlap",
-                        f"{fmt(m.starts[a])}..{fmt(m.ends[a])} overlaps row {m.rows[b]} "
-                        f"({fmt(m.starts[b])}..{fmt(m.ends[b])}); both dates are inclusive",
-                        m.rows[a],
+                        "already_stored",
+                        "already stored on the service with the same values; skipped",
+                        m.rows[i],
+                        m.key,
+                        "notice",
+                    )
+                else:
+                    value_same = math.isclose(
+                        s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
+                    )
+                    unit = f" {m.unit}" if m.unit else ""
+                    add(
+                        "overlap_stored",
+                        f"{fmt(m.starts[i])}..{fmt(m.ends[i])} overlaps stored reading "
+                        f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " ")
+                        + (
+                            f" with the same value ({s.consumption:g}{unit})"
+                            if value_same
+                            else f" with a different value ({s.consumption:g}{unit} stored, "
+                            f"{m.consumption[i]:g}{unit} in the file)"
+                        ),
+                        m.rows[i],
                         m.key,
                     )
-                rejected.update((i, latest))
-            if latest is None or m.ends[i] > m.ends[latest]:
-                latest = i
-        # Against what the service already holds.
-        stored = sorted(
-            existing.get(m.meter_id, ()) if existing and m.meter_id else (), key=lambda s: s.start
-        )
-        stored_starts = [s.start.toordinal() for s in stored]
-        for i in kept:
-            if i in rejected:
-                continue
-            if last_allowed is not None and m.ends[i] > last_allowed:
-                add(
-                    "future_date",
-                    f"the period ends {fmt(m.ends[i])}, in the future",
-                    m.rows[i],
-                    m.key,
-                )
                 rejected.add(i)
-                continue
-            pos = bisect.bisect_right(stored_starts, m.ends[i])
-            for s in stored[max(pos - 2, 0) : pos] if stored else ():
-                if s.start.toordinal() <= m.ends[i] and m.starts[i] <= s.end.toordinal():
-                    same = (
-                        s.start.toordinal() == m.starts[i]
-                        and s.end.toordinal() == m.ends[i]
-                        and math.isclose(
-                            s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
-                        )
-                    )
-                    if same:
-                        result.already_stored += 1
-                        add(
-                            "already_stored",
-                            "already stored on the service with the same values; skipped",
-                            m.rows[i],
-                            m.key,
-                            "notice",
-                        )
-                    else:
-                        value_same = math.isclose(
-                            s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
-                        )
-                        unit = f" {m.unit}" if m.unit else ""
-                        add(
-                            "overlap_stored",
-                            f"{fmt(m.starts[i])}..{fmt(m.ends[i])} overlaps stored reading "
-                            f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " ")
-                            + (
-                                f" with the same value ({s.consumption:g}{unit})"
-                                if value_same
-                                else f" with a different value ({s.consumption:g}{unit} stored, "
-                                f"{m.consumption[i]:g}{unit} in the file)"
-                            ),
-                            m.rows[i],
-                            m.key,
-                        )
-                    rejected.add(i)
-                    break
-        accepted = [i for i in kept if i not in rejected]
-        result.accepted[key] = array("l", accepted)
-        _warnings(result, m, accepted, stored, add, consumption_column)
-    result.problems.sort(
-        key=lambda p: (p.where.row is None, p.where.row or 0, p.severity != "error")
-    )
-    return result
+                break
+    accepted = [i for i in kept if i not in rejected]
+    result.accepted[key] = array("l", accepted)
+    _warnings(result, m, accepted, stored, add, context.consumption_column)
 
 
 def _warnings(
     result: ValidationResult,
-    m: _MeterSet,
+    m: Any,
     accepted: list[int],
     stored: Sequence[StoredReading],
     add: Callable[..., None],

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
 
-from bpsync.ingest.mapping import map_table
-from bpsync.ingest.normalise import Candidate, normalise
+from bpsync.ingest.frame import collect_table
+from bpsync.ingest.mapping import plan_table
 from bpsync.ingest.readers import detect_format, open_table
 from bpsync.ingest.templates import template_from_dict
 
@@ -86,9 +86,11 @@ def test_read_map_normalise_returns_the_table(readings, kind, next_start, stated
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp), kind, readings, next_start)
         table = open_table(path, fmt=detect_format(path), expected=t.expected_keys())
-        out = list(normalise(map_table(table, t), table, by=t.meter.by, catalog=None))
-    assert all(isinstance(c, Candidate) for c in out), [
-        c for c in out if not isinstance(c, Candidate)
+        collected = collect_table(table, plan_table(table, t), catalog=None)
+    assert collected.problems == []
+    got = [
+        (m.key, dt.date.fromordinal(s), dt.date.fromordinal(e), c, m.unit)
+        for m in collected.meters.values()
+        for s, e, c in zip(m.starts, m.ends, m.consumption, strict=True)
     ]
-    got = [(c.meter_key, c.start, c.end, c.consumption, c.unit) for c in out]
     assert got == readings

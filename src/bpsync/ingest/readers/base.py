@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bpsync.ingest.dates import EXCEL_1900
 from bpsync.ingest.problems import IngestError, Problem, Where
@@ -47,6 +48,9 @@ class Table:
     delimiter: str | None = None
     # Problems the reader found itself (e.g. a Green Button period the intervals do not cover).
     problems: list[Problem] = field(default_factory=list)
+    # The reader's own columnar chunks (frame.Chunk), when it reads faster that way than row by
+    # row (CSV through pandas); otherwise the rows are transposed.
+    chunks: Callable[[int], Iterator[Any]] | None = None
 
     def rows(self) -> Iterator[Row]:
         return self._rows()

@@ -1,6 +1,10 @@
 """CSV and text exports: encoding and delimiter detection, any line ending, quoted fields, ragged
-and blank rows, title rows above the header. Rows are read one at a time (the stdlib csv module
-streams as fast as pandas' chunked reader on these files; bench/bench_ingest.py measures both)."""
+and blank rows, title rows above the header.
+
+The import reads the data in chunks through pandas' C parser (`Table.chunks`); the header search,
+the pre-scans and reject reports read rows one at a time through the stdlib csv module. Both count
+records the same way (a blank line is a row; a quoted line break is not). A row wider than the
+widest row of the header search stops pandas, and the stdlib reader carries on from that row."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import csv
 import itertools
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import HEADER_SEARCH_ROWS, Row, Table, find_header, make_headers
@@ -137,6 +142,7 @@ def read_csv(
     header_row, header_cells = head[pos]
     headers = make_headers(header_cells)
     width = len(headers)
+    widest = max([width, *(len(cells) for _, cells in head)])
 
     def rows() -> Iterator[Row]:
         number = 0
@@ -154,6 +160,20 @@ def read_csv(
                 f"the file cannot be read past this row ({exc})", where=Where(name, row=number + 1)
             ) from None
 
+    def chunks(size: int) -> Iterator[Any]:
+        from bpsync.ingest.frame import chunks_of_rows
+
+        done = header_row
+        try:
+            for chunk in _pandas_chunks(path, encoding, delimiter, header_row, widest, size):
+                done = int(chunk.numbers[-1]) if len(chunk) else done
+                yield chunk
+            return
+        except (pd_errors().ParserError, UnicodeError, csv.Error, ValueError):
+            pass  # a row wider than expected, or bytes pandas reads otherwise: go on row by row
+        later = (row for row in rows() if row.number > done)
+        yield from chunks_of_rows(later, size, text=True)
+
     return Table(
         file=name,
         kind="csv",
@@ -162,4 +182,56 @@ def read_csv(
         _rows=rows,
         encoding=encoding,
         delimiter=delimiter,
+        chunks=chunks,
     )
+
+
+def pd_errors() -> Any:
+    import pandas as pd
+
+    return pd.errors
+
+
+def _pandas_chunks(
+    path: Path, encoding: str, delimiter: str, header_row: int, width: int, size: int
+) -> Iterator[Any]:
+    """The data rows as frame.Chunks, read by pandas' C parser: every field a str, fields a row
+    lacks are "", blank and separator-only rows dropped but counted in the row numbers."""
+    import numpy as np
+    import pandas as pd
+
+    from bpsync.ingest.frame import Chunk
+
+    reader = pd.read_csv(
+        path,
+        sep=delimiter,
+        header=None,
+        names=range(width),
+        skiprows=header_row,
+        dtype=str,
+        keep_default_na=False,
+        na_filter=False,
+        skip_blank_lines=False,
+        quotechar='"',
+        doublequote=True,
+        encoding=encoding,
+        encoding_errors=_decoding(encoding),
+        chunksize=size,
+        engine="c",
+        index_col=False,
+    )
+    first = header_row + 1
+    with reader:
+        for df in reader:
+            cells = [df[j].to_numpy(dtype=object) for j in range(width)]
+            numbers = np.arange(first, first + len(df), dtype=np.int64)
+            first += len(df)
+            filled = np.zeros(len(df), dtype=bool)
+            for col in cells:
+                codes, uniques = pd.factorize(col, use_na_sentinel=False)
+                filled |= np.array([bool(u.strip()) for u in uniques], dtype=bool)[codes]
+            if not filled.all():
+                keep = np.flatnonzero(filled)
+                numbers = numbers[keep]
+                cells = [c[keep] for c in cells]
+            yield Chunk(numbers, cells, None, text=True)

@@ -136,6 +136,86 @@ class Book:
                 row = _with_errors(row, errors[number])
             yield number, row
 
+    def chunks(self, title: str, header_row: int, width: int, size: int) -> Iterator[Any] | None:
+        """The data rows below `header_row` as frame.Chunks, straight from calamine's rows (the
+        same cells, numbers and trimming as `rows`); None when openpyxl reads this workbook."""
+        if self._calamine is None:
+            return None
+        return self._chunks(title, header_row, width, size)
+
+    def _chunks(self, title: str, header_row: int, width: int, size: int) -> Iterator[Any]:
+        import numpy as np
+
+        from bpsync.ingest.frame import Chunk, blank_mask
+
+        try:
+            sheet = self._sheet(title)
+            errors = self._error_cells(title)
+            pad = [None] * (sheet.start[1] if sheet.start else 0)
+            limits = WorkbookLimits.from_env()
+            number, cells_seen, blank_run = 0, 0, 0
+            source = iter(sheet.iter_rows())
+            while True:
+                batch: list[list[object]] = []
+                first = number + 1
+                for values in source:
+                    batch.append(pad + values if pad else values)
+                    if len(batch) >= size:
+                        break
+                if not batch:
+                    return
+                number += len(batch)
+                full = len(batch[0])
+                cells_seen += full * len(batch)
+                if number > limits.max_rows or cells_seen > limits.max_cells:
+                    cap = RowCap(self.name, title, limits)
+                    cap.cells = cells_seen - full * len(batch)
+                    for n in range(first, number + 1):
+                        cap.count(n, full)
+                grid = np.empty((len(batch), full), dtype=object)
+                grid[:] = batch
+                grid[grid == ""] = None
+                numbers = np.arange(first, number + 1, dtype=np.int64)
+                for n in range(first, number + 1):
+                    for column, text in errors.get(n, ()):
+                        if column >= grid.shape[1]:
+                            grown = np.full((grid.shape[0], column + 1), None, dtype=object)
+                            grown[:, : grid.shape[1]] = grid
+                            grid = grown
+                        grid[n - first, column] = text
+                filled = (
+                    np.column_stack([~blank_mask(grid[:, j], False) for j in range(grid.shape[1])])
+                    if grid.shape[1]
+                    else np.zeros((len(batch), 0), dtype=bool)
+                )
+                any_filled = filled.any(axis=1)
+                # A run of BLANK_RUN_LIMIT blank rows ends the sheet, as in `rows`.
+                positions = np.arange(len(batch))
+                last_filled = np.maximum.accumulate(np.where(any_filled, positions, -1))
+                run = np.where(last_filled >= 0, positions - last_filled, positions + 1 + blank_run)
+                stop = np.flatnonzero(run >= BLANK_RUN_LIMIT)
+                end = int(stop[0]) if len(stop) else len(batch)
+                blank_run = int(run[end - 1]) if end and not any_filled[end - 1] else 0
+                keep = np.flatnonzero(any_filled[:end] & (numbers[:end] > header_row))
+                if len(keep):
+                    lengths = (grid.shape[1] - np.argmax(filled[keep][:, ::-1], axis=1)).astype(
+                        np.int64
+                    )
+                    rows = grid[keep]
+                    # Trailing blank cells (placeholders too) are trimmed, as `rows` does.
+                    beyond = np.arange(rows.shape[1])[None, :] >= lengths[:, None]
+                    rows[beyond] = None
+                    columns = [rows[:, j] for j in range(rows.shape[1])]
+                    yield Chunk(numbers[keep], columns, lengths, text=False)
+                if len(stop):
+                    return
+        except _DAMAGE as exc:
+            raise IngestError(
+                f"sheet {title!r} could not be read: the workbook is damaged ({exc})",
+                where=Where(self.name, sheet=title),
+                code="damaged_file",
+            ) from None
+
     def _sheet(self, title: str) -> Any:
         with self._lock:
             sheet = self._sheets.get(title)
@@ -356,6 +436,12 @@ def read_xlsx(
         if t != title
     ]
 
+    def chunks(size: int) -> Iterator[Any]:
+        from bpsync.ingest.frame import chunks_of_rows
+
+        fast = open_book(path, name).chunks(title, header_row, width, size)
+        return fast if fast is not None else chunks_of_rows(rows(), size, text=False)
+
     def rows() -> Iterator[Row]:
         for number, values in open_book(path, name).rows(title):
             if number <= header_row:
@@ -383,4 +469,5 @@ def read_xlsx(
             else []
         ),
         date_epoch=book.epoch,
+        chunks=chunks,
     )

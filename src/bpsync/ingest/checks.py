@@ -1,0 +1,317 @@
+"""The file-level checks, column-wise, for meters with no readings stored on the service (the
+usual first import, and the whole of a dry run into an empty organisation): every meter's
+readings in one set of numpy arrays, sorted by meter, start, end and row.
+
+The rules and sentences are validate.py's (duplicates, overlaps, future dates, negative values,
+unusual period lengths, gaps, and the spike/drop flags the service will set). The anomaly average
+is summed in the service's order with the same float operations, one window position at a time
+across all readings, so the 3x / 25 % comparisons come out identical to the scalar rule
+(`validate.flags_by_ordinal`; tests/ingest/differential and tests/ingest/test_checks.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bpsync.ingest.problems import Problem, Where
+
+# Day ordinals stay below 3,652,060 (9999-12-31): adding meter * SPAN keeps meters apart in one
+# sorted array.
+SPAN = 4_000_000
+_LONG = np.dtype(f"i{array('l').itemsize}")
+
+
+@dataclass
+class Context:
+    where: Callable[..., Where]
+    last_allowed: int | None
+    consumption_column: int | None
+    keyed: list[tuple[tuple[Any, ...], Problem]]
+
+
+class _Add:
+    """Problems with their place in the output: (row, errors first, meter, check, reading, sub)."""
+
+    def __init__(self, context: Context, keys: np.ndarray, positions: np.ndarray) -> None:
+        self.context, self.keys, self.positions = context, keys, positions
+
+    def __call__(
+        self,
+        order: tuple[int, int, int],
+        g: int,
+        code: str,
+        reason: str,
+        row: int,
+        severity: str = "error",
+        value: str | None = None,
+        column: int | None = None,
+    ) -> None:
+        problem = Problem(
+            code,
+            reason,
+            self.context.where(row, column),
+            value,
+            severity,  # type: ignore[arg-type]
+            self.keys[g],
+        )
+        self.context.keyed.append(
+            ((False, row, severity != "error", 1, int(self.positions[g]), *order), problem)
+        )
+
+
+def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str, Any]]) -> None:
+    """Check `meters` ((position in the file's meter order, key, _MeterSet)); fill
+    result.accepted and result.flags, append problems to context.keyed."""
+    if not meters:
+        return
+    sizes = np.array([len(m) for _, _, m in meters], dtype=np.int64)
+    g_all = np.repeat(np.arange(len(meters)), sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    columns = meters[0][2]._columns
+    if sum(sizes) == len(columns["rows"]):
+        pick: Any = slice(None)  # every meter of the file: the columns as they are
+    else:
+        pick = np.concatenate([np.arange(m.lo, m.hi) for _, _, m in meters])
+    rows, starts, ends = columns["rows"][pick], columns["starts"][pick], columns["ends"][pick]
+    consumption, cost = columns["consumption"][pick], columns["cost"][pick]
+    demand, cols = columns["demand"][pick], columns["cols"][pick]
+    keys = np.array([m.key for _, _, m in meters], dtype=object)
+    ids = [m.meter_id or m.key for _, _, m in meters]
+    add = _Add(context, keys, np.array([p for p, _, _ in meters], dtype=np.int64))
+    fmt = dt.date.fromordinal
+
+    order = np.lexsort((rows, ends, starts, g_all))
+    g, r, s, e = g_all[order], rows[order], starts[order], ends[order]
+    c, cost_s, dem_s, col_s = consumption[order], cost[order], demand[order], cols[order]
+    n = len(order)
+
+    # Duplicates: the same period and values as an earlier row of the meter (NaN equals NaN).
+    def same(x: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(x), -np.inf, x) + 0.0  # and -0.0 equals 0.0
+
+    frame = pd.DataFrame(
+        {"g": g, "s": s, "e": e, "c": same(c), "k": same(cost_s), "d": same(dem_s), "r": r}
+    )
+    signature = ["g", "s", "e", "c", "k", "d"]
+    duplicate = frame.duplicated(signature, keep="first").to_numpy()
+    if duplicate.any():
+        first_row = frame.groupby(signature, sort=False)["r"].transform("first").to_numpy()
+        for p in np.flatnonzero(duplicate):
+            add(
+                (0, int(p), 0),
+                int(g[p]),
+                "duplicate_row",
+                f"the same reading as row {first_row[p]}; sent once",
+                int(r[p]),
+                "warning",
+            )
+    kept = np.flatnonzero(~duplicate)
+    rejected = duplicate.copy()
+
+    # Overlaps between kept readings: with the one reaching furthest so far.
+    gk, sk, ek = g[kept], s[kept] + g[kept] * SPAN, e[kept] + g[kept] * SPAN
+    reach = np.maximum.accumulate(ek) if len(kept) else ek
+    before = np.concatenate([[-1], reach[:-1]])[: len(kept)]
+    record = ek > before
+    last_record = np.maximum.accumulate(np.where(record, np.arange(len(kept)), -1))
+    latest = np.concatenate([[-1], last_record[:-1]])[: len(kept)]
+    overlapping = (sk <= before) & (before >= gk * SPAN)
+    for q in np.flatnonzero(overlapping):
+        i, j = kept[q], kept[latest[q]]
+        for sub, (a, b) in enumerate(((i, j), (j, i))):
+            add(
+                (1, int(q), sub),
+                int(g[i]),
+                "overlap",
+                f"{fmt(s[a])}..{fmt(e[a])} overlaps row {r[b]} ({fmt(s[b])}..{fmt(e[b])}); "
+                "both dates are inclusive",
+                int(r[a]),
+            )
+        rejected[i] = rejected[j] = True
+
+    # The service refuses periods ending after tomorrow.
+    if context.last_allowed is not None:
+        future = np.zeros(n, dtype=bool)
+        future[kept] = True
+        future &= ~rejected & (e > context.last_allowed)
+        for p in np.flatnonzero(future):
+            add(
+                (2, int(p), 0),
+                int(g[p]),
+                "future_date",
+                f"the period ends {fmt(e[p])}, in the future",
+                int(r[p]),
+            )
+        rejected |= future
+
+    accepted = np.flatnonzero(~rejected)
+    local = order - offsets[g_all[order]]
+    if not len(accepted):
+        for _, key, _ in meters:
+            result.accepted[key] = array("l")
+        return
+    ga = g[accepted]
+    bounds = np.searchsorted(ga, np.arange(len(meters) + 1))
+    for k, (_, key, _) in enumerate(meters):
+        result.accepted[key] = array("l", local[accepted[bounds[k] : bounds[k + 1]]].astype(_LONG))
+    _warnings(add, context, accepted, g, r, s, e, c, col_s, bounds)
+    _flags(add, context, result, accepted, g, r, s, e, c, col_s, ids)
+
+
+def _warnings(
+    add: _Add,
+    context: Context,
+    accepted: np.ndarray,
+    g: np.ndarray,
+    r: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    c: np.ndarray,
+    cols: np.ndarray,
+    bounds: np.ndarray,
+) -> None:
+    from bpsync.ingest.validate import LONG_PERIOD_DAYS
+
+    fmt = dt.date.fromordinal
+    ga, ra, sa, ea, ca = g[accepted], r[accepted], s[accepted], e[accepted], c[accepted]
+    days = ea - sa + 1
+    # Each meter's usual length: the upper median of its accepted readings (3 or more).
+    counts = np.diff(bounds)
+    by_length = np.lexsort((days, ga))
+    middle = bounds[:-1] + counts // 2
+    median = np.where(counts >= 3, days[by_length][np.minimum(middle, len(days) - 1)], -1)
+    med = median[ga] if len(ga) else np.empty(0, dtype=np.int64)
+    first_of_meter = np.ones(len(accepted), dtype=bool)
+    first_of_meter[1:] = ga[1:] != ga[:-1]
+    prev_end = np.concatenate([[0], ea[:-1]])
+    prev_row = np.concatenate([[0], ra[:-1]])
+    value_col = np.where(
+        cols[accepted] >= 0,
+        cols[accepted],
+        -1 if context.consumption_column is None else context.consumption_column,
+    )
+    negative = ca < 0
+    long = days > LONG_PERIOD_DAYS
+    odd = ~long & (med >= 0) & ((days > 2 * med) | (days * 2 < med))
+    gap = ~first_of_meter & (sa > prev_end + 1)
+    for q in np.flatnonzero(negative | long | odd | gap):
+        gq, row = int(ga[q]), int(ra[q])
+        column = None if value_col[q] < 0 else int(value_col[q])
+        if negative[q]:
+            add(
+                (3, int(q), 0),
+                gq,
+                "negative",
+                "the consumption is negative (the service flags it 'negative')",
+                row,
+                "warning",
+                f"{ca[q]:g}",
+                column,
+            )
+        if long[q]:
+            add(
+                (3, int(q), 1),
+                gq,
+                "long_period",
+                f"the period is {days[q]} days long",
+                row,
+                "warning",
+            )
+        elif odd[q]:
+            kind = "long_period" if days[q] > med[q] else "short_period"
+            add(
+                (3, int(q), 1),
+                gq,
+                kind,
+                f"the period is {days[q]} days; this meter's readings are usually {med[q]}",
+                row,
+                "warning",
+            )
+        if gap[q]:
+            add(
+                (3, int(q), 2),
+                gq,
+                "gap",
+                f"{sa[q] - prev_end[q] - 1} days without data between row {prev_row[q]} "
+                f"(ends {fmt(prev_end[q])}) and this reading",
+                row,
+                "warning",
+            )
+
+
+def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The service's 12-month average for each reading (NaN where it has no history): readings
+    of the same meter (`g`, sorted by start, not overlapping) ending in the 365 days before it
+    starts, monthly bills bill to bill, others per day scaled, negative ones left out; summed
+    oldest first, as the service does, one window position at a time."""
+    from bpsync.ingest.validate import MIN_HISTORY, WINDOW_DAYS
+
+    days = e - s + 1
+    monthly = (days >= 27) & (days <= 32)
+    keyed_end = e + g * SPAN
+    since = np.maximum(s - WINDOW_DAYS, 1) + g * SPAN
+    lo = np.searchsorted(keyed_end, since, side="left")
+    hi = np.searchsorted(keyed_end, s + g * SPAN, side="left")
+    total = np.zeros(len(s))
+    count = np.zeros(len(s), dtype=np.int64)
+    active = np.flatnonzero(hi > lo)
+    k = lo[active]
+    while len(active):
+        past, past_days = c[k], days[k]
+        both_monthly = monthly[active] & monthly[k]
+        value = np.where(both_monthly, past, past * days[active] / past_days)
+        use = past >= 0
+        total[active] = np.where(use, total[active] + value, total[active])
+        count[active] += use
+        k = k + 1
+        more = k < hi[active]
+        active, k = active[more], k[more]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
+
+
+def _flags(
+    add: _Add,
+    context: Context,
+    result: Any,
+    accepted: np.ndarray,
+    g: np.ndarray,
+    r: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    c: np.ndarray,
+    cols: np.ndarray,
+    ids: list[str],
+) -> None:
+    from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
+
+    ga, ra, ca = g[accepted], r[accepted], c[accepted]
+    average = window_averages(ga, s[accepted], e[accepted], ca)
+    has = ~np.isnan(average) & (average > 0)
+    negative = ca < 0
+    spike = ~negative & has & (ca >= SPIKE_FACTOR * np.where(has, average, 0))
+    drop = ~negative & has & ~spike & (ca < DROP_FACTOR * np.where(has, average, 0))
+    for q in np.flatnonzero(negative | spike | drop):
+        flag = "negative" if negative[q] else "spike" if spike[q] else "drop"
+        result.flags[(ids[ga[q]], int(ra[q]))] = [flag]
+        if negative[q]:
+            continue  # a warning of its own already (see _warnings)
+        what = "3 times or more" if flag == "spike" else "under a quarter of"
+        col = cols[accepted][q]
+        column = int(col) if col >= 0 else context.consumption_column
+        add(
+            (4, int(q), 0),
+            int(ga[q]),
+            flag,
+            f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
+            int(ra[q]),
+            "warning",
+            f"{ca[q]:g}",
+            column,
+        )
