@@ -9,7 +9,16 @@ from contextlib import asynccontextmanager, suppress
 from fastapi import FastAPI
 
 from bpservice import __version__, oauth
-from bpservice.api import benchmarks, buildings, meters, properties, reports, users, webhooks
+from bpservice.api import (
+    benchmarks,
+    buildings,
+    meters,
+    properties,
+    reports,
+    uploads,
+    users,
+    webhooks,
+)
 from bpservice.api.middleware import EdgeMiddleware
 from bpservice.auth import TokenResolver
 from bpservice.benchmarking import default_recalculator
@@ -94,7 +103,17 @@ def create_app(
     )
 
     install_error_handlers(app)
-    for module in (properties, buildings, meters, users, benchmarks, reports, webhooks, oauth):
+    for module in (
+        properties,
+        buildings,
+        meters,
+        uploads,
+        users,
+        benchmarks,
+        reports,
+        webhooks,
+        oauth,
+    ):
         app.include_router(module.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -20,6 +20,7 @@ class Endpoint:
     path: str  # with {pid}, {bid}, {mid}, {rid}, {uid} placeholders
     scope: str
     body: dict[str, Any] | None = None
+    csv: str | None = None  # a text/csv body instead of JSON (the upload)
 
 
 R = "/v1/buildings/{bid}/meters/{mid}/readings"
@@ -43,6 +44,12 @@ ENDPOINTS = [
         "POST", R + "/batch", "meters:write", {"readings": [reading("2025-04-01", "2025-04-30")]}
     ),
     Endpoint("DELETE", R + "/{rid}", "meters:write"),
+    Endpoint(
+        "POST",
+        "/v1/readings/upload",
+        "meters:write",
+        csv="meter_id,start_date,end_date,consumption\n{mid},2025-07-01,2025-07-31,5\n",
+    ),
     Endpoint("GET", "/v1/buildings/{bid}/lock", "meters:read"),
     Endpoint("POST", "/v1/buildings/{bid}/lock", "meters:write", {"locked_through": "2020-01-01"}),
     Endpoint("GET", "/v1/users", "users:read"),
@@ -59,6 +66,7 @@ CORE_PREFIXES = (
     "/v1/users",
     "/v1/buildings/{building_id}/meters",
     "/v1/buildings/{building_id}/lock",
+    "/v1/readings",
 )
 
 
@@ -74,6 +82,13 @@ def _ids(client: httpx.Client, service: Service) -> dict[str, str]:
 
 def _send(client: httpx.Client, endpoint: Endpoint, ids: dict[str, str]) -> httpx.Response:
     path = endpoint.path.format(**ids)
+    if endpoint.csv is not None:
+        return client.request(
+            endpoint.method,
+            path,
+            content=endpoint.csv.format(**ids).encode(),
+            headers={"Content-Type": "text/csv"},
+        )
     return client.request(endpoint.method, path, json=endpoint.body)
 
 

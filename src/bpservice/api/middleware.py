@@ -21,7 +21,10 @@ from bpservice.ratelimit import (
     tightest,
 )
 
-_BULK_ROUTES = (re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch$"),)
+_BULK_ROUTES = (
+    re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch$"),
+    re.compile(r"^/v1/readings/upload$"),
+)
 _REPORT_ROUTES = (re.compile(r"^/v1/reports$"),)
 # Paths outside the API that are not rate limited (health, docs). The authorization server
 # (/oauth/*) is metered per client address like any unauthenticated caller.

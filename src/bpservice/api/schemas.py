@@ -353,6 +353,19 @@ class BatchResult(BaseModel):
     errors: list[RejectedReading]
 
 
+class RejectedUploadRow(RejectedReading):
+    index: int = Field(description="Position of the row among the upload's readings, from 0")
+    row: int = Field(description="The row's line in the CSV (the header is line 1)")
+    meter_id: str | None = None
+
+
+class UploadResult(BaseModel):
+    accepted: int
+    rejected: int
+    readings: list[ReadingOut]
+    errors: list[RejectedUploadRow]
+
+
 # --- users ---------------------------------------------------------------------------------------
 
 PropertyAccess = Literal["all"] | list[str]

@@ -193,6 +193,8 @@ class Call:
     json: Any
     kinds: list[str]  # the rate-limit classes it counts against
     stream: bool
+    content: bytes | None = None  # a body other than JSON (the CSV upload)
+    content_type: str | None = None
 
 
 @dataclass
@@ -295,6 +297,8 @@ class BaseClient:
         json: Any = None,
         idempotent: bool | None = None,
         stream: bool = False,
+        content: bytes | None = None,
+        content_type: str | None = None,
     ) -> httpx.Response:
         """Send with retries; returns a successful response (2xx, or a cached body on 304).
         This loop only decides about retries: one attempt (pacing, credentials, the ETag cache,
@@ -307,6 +311,8 @@ class BaseClient:
             json,
             limit_classes(method, path, self.credentials.kind),
             stream,
+            content,
+            content_type,
         )
         attempt = 0
         maybe_applied = False  # an earlier attempt may have reached the service
@@ -348,7 +354,12 @@ class BaseClient:
         the `Failure` that `classify` reads."""
         await self._pace(call.kinds)
         request = self._http.build_request(
-            call.method, call.path, params=call.params, json=call.json
+            call.method,
+            call.path,
+            params=call.params,
+            json=call.json,
+            content=call.content,
+            headers={"Content-Type": call.content_type} if call.content_type else None,
         )
         request.extensions["bpsync.kinds"] = call.kinds
         url = str(request.url)

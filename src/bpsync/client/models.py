@@ -314,6 +314,21 @@ class BatchResult(Model):
     errors: list[RejectedReading] = Field(default_factory=list)
 
 
+class RejectedUploadRow(RejectedReading):
+    """Why one row of a CSV upload was refused: `index` among the rows (from 0), `row` its CSV
+    line (the header is line 1), and the meter it named."""
+
+    row: int
+    meter_id: str | None = None
+
+
+class UploadResult(Model):
+    accepted: int
+    rejected: int
+    readings: list[Reading]
+    errors: list[RejectedUploadRow] = Field(default_factory=list)
+
+
 # --- users ---------------------------------------------------------------------------------------
 
 PropertyAccess = Literal["all"] | list[str]

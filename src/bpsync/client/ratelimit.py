@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from filelock import FileLock
 
-_BULK = re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch/?$")
+_BULK = re.compile(r"^/v1/buildings/[^/]+/meters/[^/]+/readings/batch/?$|^/v1/readings/upload/?$")
 _REPORTS = re.compile(r"^/v1/reports/?$")
 # While a bucket is unknown, one request at a time goes out to learn it; after this long without an
 # answer another may try. A probe records its process id, so a probe left by a process that died

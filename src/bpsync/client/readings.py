@@ -1,16 +1,29 @@
-"""Readings of a meter: submit one or a batch (at most 500), list by date range, delete."""
+"""Readings of a meter: submit one or a batch (at most 500), list by date range, delete; and the
+CSV upload: readings of many meters in one request (at most 5,000)."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bpsync.client.models import BatchResult, Reading, ReadingInput
+from bpsync.client.models import BatchResult, Reading, ReadingInput, UploadResult
 from bpsync.client.pagination import AsyncPaginator
 from bpsync.client.resource import Resource, build, segment
 
 MAX_BATCH = 500
+MAX_UPLOAD = 5000
+UPLOAD_COLUMNS = (
+    "meter_id",
+    "start_date",
+    "end_date",
+    "consumption",
+    "cost",
+    "cost_currency",
+    "demand_kw",
+)
 
 
 class Readings(Resource):
@@ -60,6 +73,41 @@ class Readings(Resource):
         path = self._base(building_id, meter_id) + "/batch"
         return await self._send(BatchResult, "POST", path, {"readings": items})
 
+    async def upload(
+        self, readings: Iterable[tuple[str, ReadingInput | Mapping[str, Any]]]
+    ) -> UploadResult:
+        """Submit up to 5,000 readings of any meters as one CSV upload (POST /v1/readings/upload,
+        a bulk call): (meter id, reading) pairs. The answer counts accepted and rejected rows and
+        names each rejected one by its `index` in `readings`."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(UPLOAD_COLUMNS)
+        count = 0
+        for meter_id, reading in readings:
+            body = build(ReadingInput, reading, {}).body()
+            writer.writerow(
+                [meter_id] + [_csv_value(body.get(name)) for name in UPLOAD_COLUMNS[1:]]
+            )
+            count += 1
+        if not 1 <= count <= MAX_UPLOAD:
+            raise ValueError(f"an upload holds 1 to {MAX_UPLOAD} readings, not {count}")
+        response = await self._client.request(
+            "POST",
+            "/v1/readings/upload",
+            content=out.getvalue().encode(),
+            content_type="text/csv",
+        )
+        return UploadResult.model_validate(response.json()["data"])
+
     async def delete(self, building_id: str, meter_id: str, reading_id: str) -> None:
         path = f"{self._base(building_id, meter_id)}/{segment(reading_id)}"
         await self._client.request("DELETE", path)
+
+
+def _csv_value(value: Any) -> str:
+    """A JSON body's value as the upload writes it: numbers with repr (exact), dates ISO."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)

@@ -1,0 +1,261 @@
+"""The CSV upload among the spec's bulk endpoints ("not shown" there; docs/decisions.md C1):
+readings of many meters in one request, with the batch's rules and the batch's answer.
+
+    POST /v1/readings/upload            Content-Type: text/csv
+    meter_id,start_date,end_date,consumption,cost,cost_currency,demand_kw
+    mtr_…,2025-01-01,2025-01-31,1234.5,210.75,GBP,
+    …
+
+At most 5,000 data rows. Each row is validated as a single reading is; rows naming a meter the
+caller cannot see are refused row by row; then each meter's rows go through the batch's period
+checks (overlaps with stored readings and within the upload, the lock, future ends) and are stored
+with the same anomaly flags, events and recalculation. The answer is the batch's shape: accepted
+and rejected counts, the stored readings, and one error per refused row naming its `index` (from 0)
+and `row` (the CSV line, the header being line 1)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Request
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bpservice.api.deps import Clock, Recalc, WriteSession, require
+from bpservice.api.meters import FUTURE_GRACE_DAYS, _reading_out, _store
+from bpservice.api.responses import write_responses
+from bpservice.api.schemas import Data, ReadingCreate, UploadResult
+from bpservice.auth import Principal
+from bpservice.db.models import Building, Meter
+from bpservice.db.readings import readings_near
+from bpservice.domain import readings as rules
+from bpservice.errors import APIError, pydantic_details
+
+router = APIRouter(prefix="/v1/readings", tags=["readings"])
+
+Write = Annotated[Principal, Depends(require("meters:write", write=True))]
+
+MAX_UPLOAD_ROWS = 5000
+REQUIRED = ("meter_id", "start_date", "end_date", "consumption")
+OPTIONAL = ("cost", "cost_currency", "demand_kw")
+CSV_TYPES = ("text/csv", "application/csv")
+NUMBERS = ("consumption", "cost", "demand_kw")
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _refuse(status: int, code: str, message: str, **extra: Any) -> APIError:
+    return APIError(status, code, message, **extra)
+
+
+def parse_upload(body: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(columns, [(CSV line, fields)]) of an upload; raises APIError for the file as a whole."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _refuse(
+            400, "invalid_csv", f"The upload is not UTF-8 text (byte {exc.start})."
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        records = [(reader.line_num, fields) for fields in reader if any(f.strip() for f in fields)]
+    except csv.Error as exc:
+        raise _refuse(400, "invalid_csv", f"The upload is not valid CSV ({exc}).") from None
+    if header is None:
+        raise _refuse(422, "empty_upload", "The upload is empty: a header row is required.")
+    columns = [h.strip().lower() for h in header]
+    missing = [c for c in REQUIRED if c not in columns]
+    unknown = [h for h in columns if h not in REQUIRED + OPTIONAL]
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if missing or unknown or repeated:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if unknown:
+            parts.append("unknown " + ", ".join(repr(u) for u in unknown))
+        if repeated:
+            parts.append("repeated " + ", ".join(repeated))
+        raise _refuse(
+            422,
+            "invalid_columns",
+            "The header row must name the columns "
+            + ", ".join(REQUIRED + OPTIONAL)
+            + " (the last three optional): "
+            + "; ".join(parts)
+            + ".",
+            allowed_columns=list(REQUIRED + OPTIONAL),
+        )
+    if not records:
+        raise _refuse(422, "empty_upload", "The upload has a header row but no readings.")
+    if len(records) > MAX_UPLOAD_ROWS:
+        raise _refuse(
+            413,
+            "too_many_rows",
+            f"An upload holds at most {MAX_UPLOAD_ROWS} readings; this one has {len(records)}.",
+            max_rows=MAX_UPLOAD_ROWS,
+        )
+    return columns, records
+
+
+def _row_error(index: int, line: int, meter: str | None, code: str, message: str, **kw: Any):
+    return {"index": index, "row": line, "meter_id": meter, "code": code, "message": message, **kw}
+
+
+@router.post(
+    "/upload",
+    status_code=201,
+    response_model=Data[UploadResult],
+    responses=write_responses(201, 400, 413, 415, 422),
+    description="Readings of many meters as CSV (Content-Type: text/csv; columns meter_id, "
+    "start_date, end_date, consumption, and optionally cost, cost_currency, demand_kw; at most "
+    "5,000 rows). Each row gets the checks of a single reading and each meter's rows the checks "
+    "of a batch; the answer is 201 whenever the upload itself was readable, with accepted and "
+    "rejected counts, the stored readings, and one entry in `errors` per refused row naming its "
+    "`index` (from 0) and `row` (its CSV line; the header is line 1). Counts against the bulk "
+    "rate limit.",
+)
+def upload_readings(
+    request: Request,
+    principal: Write,
+    session: WriteSession,
+    clock: Clock,
+    recalc: Recalc,
+    body: Annotated[bytes, Body(media_type="text/csv")] = b"",
+) -> dict:
+    sent = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if sent not in CSV_TYPES or not isinstance(body, bytes):
+        raise _refuse(
+            415,
+            "unsupported_media_type",
+            f"Uploads must be sent as Content-Type: text/csv (got {sent[:100] or 'none'}).",
+        )
+    columns, records = parse_upload(body)
+    now = clock()
+    errors: list[dict[str, Any]] = []
+    by_meter: dict[str, list[tuple[int, int, ReadingCreate]]] = {}
+    for index, (line, fields) in enumerate(records):
+        values = dict(zip(columns, fields, strict=False))
+        meter_id = (values.pop("meter_id", "") or "").strip()
+        if len(fields) > len(columns):
+            errors.append(
+                _row_error(
+                    index,
+                    line,
+                    meter_id or None,
+                    "validation_error",
+                    f"row has {len(fields)} fields; the header names {len(columns)}",
+                )
+            )
+            continue
+        if not meter_id:
+            errors.append(
+                _row_error(
+                    index, line, None, "validation_error", "meter_id: required", field="meter_id"
+                )
+            )
+            continue
+        given: dict[str, Any] = {k: v.strip() for k, v in values.items() if v.strip()}
+        for name in NUMBERS:
+            # CSV has only text: a plain decimal number becomes a number, anything else stays
+            # text and is refused by the same rule as a JSON string would be.
+            if name in given and _NUMBER.fullmatch(given[name]):
+                given[name] = float(given[name])
+        try:
+            reading = ReadingCreate.model_validate(given)
+        except ValidationError as exc:
+            detail = pydantic_details(exc.errors())[0]
+            errors.append(
+                _row_error(
+                    index,
+                    line,
+                    meter_id,
+                    "validation_error",
+                    f"{detail['field']}: {detail['message']}",
+                    field=detail["field"],
+                )
+            )
+            continue
+        by_meter.setdefault(meter_id, []).append((index, line, reading))
+    meters = _visible_meters(session, principal, sorted(by_meter))
+    stored: list[tuple[int, dict[str, Any]]] = []
+    for meter_id in sorted(by_meter):  # one lock order for every upload: no deadlocks
+        rows = by_meter[meter_id]
+        found = meters.get(meter_id)
+        if found is None:
+            for index, line, _ in rows:
+                errors.append(
+                    _row_error(
+                        index,
+                        line,
+                        meter_id,
+                        "not_found",
+                        f"No meter {meter_id} is visible to this caller.",
+                        field="meter_id",
+                    )
+                )
+            continue
+        meter, building = found
+        nearby = readings_near(
+            session,
+            meter.id,
+            min(r.start_date for _, _, r in rows),
+            max(r.end_date for _, _, r in rows),
+        )
+        rejected = rules.check_periods(
+            [(i, rules.Period(r.start_date, r.end_date)) for i, _, r in rows],
+            [rules.StoredReading(rid, rules.Period(s, e)) for rid, s, e, _ in nearby],
+            locked_through=building.locked_through,
+            last_allowed_end=now.date() + dt.timedelta(days=FUTURE_GRACE_DAYS),
+        )
+        accepted = []
+        for index, line, reading in rows:
+            if index in rejected:
+                r = rejected[index]
+                errors.append(
+                    _row_error(
+                        index, line, meter_id, r.code, r.message, field=r.field, **dict(r.extra)
+                    )
+                )
+            else:
+                accepted.append((index, reading))
+        out = _store(session, principal, meter, building, accepted, nearby, now, recalc)
+        stored.extend(zip((i for i, _ in accepted), out, strict=True))
+    errors.sort(key=lambda e: e["index"])
+    stored.sort(key=lambda pair: pair[0])
+    return {
+        "data": {
+            "accepted": len(stored),
+            "rejected": len(errors),
+            "readings": [_reading_out(row) for _, row in stored],
+            "errors": errors,
+        }
+    }
+
+
+def _visible_meters(
+    session: Session, principal: Principal, meter_ids: list[str]
+) -> dict[str, tuple[Meter, Building]]:
+    """The named meters this caller may write, locked (row locks on PostgreSQL, in id order)."""
+    if not meter_ids:
+        return {}
+    found = session.execute(
+        select(Meter, Building)
+        .join(Building, Building.id == Meter.building_id)
+        .where(
+            Meter.id.in_(meter_ids),
+            Meter.org_id == principal.org_id,
+            Meter.environment == principal.environment,
+        )
+        .order_by(Meter.id)
+        .with_for_update(of=Meter)
+    ).all()
+    return {
+        m.id: (m, b)
+        for m, b in found
+        if b.org_id == principal.org_id and principal.can_see_property(b.property_id)
+    }

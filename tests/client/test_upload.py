@@ -1,0 +1,50 @@
+"""The client's CSV upload (`client.readings.upload`) against the real service: readings of two
+meters in one bulk call, exact values through the CSV (floats written with repr), a refused row
+named by its index, and the size limit checked before sending."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from bpsync.client import AsyncServiceClient
+from tests.client.test_endpoints import make_meter
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_upload_two_meters_in_one_call(client: AsyncServiceClient) -> None:
+    _, building_id, first = await make_meter(client)
+    second = (await client.meters.create(building_id, type="natural_gas", unit="kWh")).id
+    readings = [
+        (first, {"start_date": "2025-01-01", "end_date": "2025-01-31", "consumption": 0.1 + 0.2}),
+        (second, {"start_date": dt.date(2025, 1, 1), "end_date": "2025-01-31", "consumption": 7}),
+        (first, {"start_date": "2025-01-15", "end_date": "2025-02-10", "consumption": 1}),
+        (
+            second,
+            {
+                "start_date": "2025-02-01",
+                "end_date": "2025-02-28",
+                "consumption": 1e-05,
+                "cost": 12.5,
+                "cost_currency": "EUR",
+            },
+        ),
+    ]
+    result = await client.readings.upload(readings)
+    assert (result.accepted, result.rejected) == (3, 1)
+    assert [r.consumption for r in result.readings] == [0.1 + 0.2, 7.0, 1e-05]
+    assert result.readings[2].cost == 12.5 and result.readings[2].cost_currency == "EUR"
+    [error] = result.errors
+    assert (error.index, error.row, error.meter_id, error.code) == (2, 4, first, "reading_overlap")
+    stored = await client.readings.list(building_id, second).to_list()
+    assert [r.consumption for r in stored] == [7.0, 1e-05]
+
+
+async def test_upload_size_is_checked_before_sending(client: AsyncServiceClient) -> None:
+    with pytest.raises(ValueError, match="1 to 5000"):
+        await client.readings.upload([])
+    row = {"start_date": "2025-01-01", "end_date": "2025-01-01", "consumption": 1}
+    with pytest.raises(ValueError, match="not 5001"):
+        await client.readings.upload([("mtr_x", row)] * 5001)
