@@ -117,7 +117,9 @@ def write_file(path: Path, ids: list[str], meters: int, daily: int) -> int:
     return len(lines) - 1
 
 
-async def one_run(base_url: str, key: str, path: Path, headroom: float, state: Path) -> dict:
+async def one_run(
+    base_url: str, key: str, path: Path, headroom: float, state: Path, uploads: bool = False
+) -> dict:
     os.environ["BPSYNC_STATE_DIR"] = str(state)
     os.environ["BPSYNC_CONFIG_DIR"] = str(state / "config")
     transport = Counting()
@@ -125,15 +127,17 @@ async def one_run(base_url: str, key: str, path: Path, headroom: float, state: P
         # Warm-up: one small import teaches the client the bulk bucket (the service's headers
         # describe only the tightest bucket, so it is learned from a batch answer). Its state
         # persists in the state dir, as it would between a user's imports.
-        await import_file(c, "bench", path.with_name("warmup.csv"), ImportOptions())
+        await import_file(c, "bench", path.with_name("warmup.csv"), ImportOptions(uploads=False))
         await asyncio.sleep(float(os.environ.get("BENCH_WINDOW", "2")))
         transport.requests = transport.too_many = 0
         summary = await import_file(
-            c, "bench", path, ImportOptions(headroom=headroom, concurrency=8)
+            c, "bench", path, ImportOptions(headroom=headroom, concurrency=8, uploads=uploads)
         )
     plan = summary.plan or {}
     return {
         "headroom": headroom,
+        "uploads": uploads,
+        "upload_calls": plan.get("upload_calls"),
         "accepted": summary.accepted,
         "rejected": summary.rejected,
         "batch_calls": plan.get("batch_calls"),
@@ -172,9 +176,11 @@ def measure(
     key: int = 40,
     bulk: int = 2,
     headrooms: tuple[float, ...] = (0.1, 0.0),
+    uploads: bool = True,
 ) -> list[dict]:
-    """One sustained import per headroom on a fresh organisation of a live service whose limits
-    are `key` calls and `bulk` batch calls per `window` seconds. Each result: the plan, the
+    """One sustained import per headroom, batches and single calls only, then (with `uploads`)
+    one with the CSV upload at headroom 0, each on a fresh organisation of a live service whose
+    limits are `key` calls and `bulk` bulk calls per `window` seconds. Each result: the plan, the
     estimate (when the limits let the last call start), the actual sending time, requests, 429s,
     rows in the file, rows stored, lost, and the share of the ceiling achieved."""
     os.environ["BENCH_WINDOW"] = str(window)
@@ -195,13 +201,16 @@ def measure(
             )
         )
         with EmbeddedServer(app) as server:
-            for headroom in headrooms:
+            modes = [(h, False) for h in headrooms] + ([(0.0, True)] if uploads else [])
+            for headroom, upload in modes:
                 api_key, ids, setup_key = setup_org(app, server.url, meters, big)
-                path = tmpd / f"bills-{headroom}.csv"
+                path = tmpd / f"bills-{headroom}-{upload}.csv"
                 rows = write_file(path, ids, meters, daily)
                 time.sleep(window)  # start in a fresh window for every run
                 result = asyncio.run(
-                    one_run(server.url, api_key, path, headroom, tmpd / f"s{headroom}")
+                    one_run(
+                        server.url, api_key, path, headroom, tmpd / f"s{headroom}{upload}", upload
+                    )
                 )
                 held = stored(server.url, setup_key, ids[:-1])
                 result.update(

@@ -12,6 +12,7 @@ from bpservice import __version__, oauth
 from bpservice.api import (
     benchmarks,
     buildings,
+    meter_index,
     meters,
     properties,
     reports,
@@ -107,6 +108,7 @@ def create_app(
         properties,
         buildings,
         meters,
+        meter_index,
         uploads,
         users,
         benchmarks,

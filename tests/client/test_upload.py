@@ -48,3 +48,15 @@ async def test_upload_size_is_checked_before_sending(client: AsyncServiceClient)
     row = {"start_date": "2025-01-01", "end_date": "2025-01-01", "consumption": 1}
     with pytest.raises(ValueError, match="not 5001"):
         await client.readings.upload([("mtr_x", row)] * 5001)
+
+
+async def test_list_all_meters_by_ids(client: AsyncServiceClient) -> None:
+    """GET /v1/meters (C2): the organisation's meters, or only the ids asked for, in one call."""
+    _, building_id, first = await make_meter(client)
+    second = (await client.meters.create(building_id, type="water", unit="m3")).id
+    every = await client.meters.list_all().to_list()
+    assert {m.id for m in every} == {first, second}
+    page = await client.meters.list_all(ids=[second, "mtr_unknown"])
+    assert [(m.id, m.building_id, m.unit) for m in page.items] == [(second, building_id, "m3")]
+    with pytest.raises(ValueError, match="not 201"):
+        client.meters.list_all(ids=[f"mtr_{i}" for i in range(201)])

@@ -204,7 +204,8 @@ async def test_stored_readings_are_fetched_only_for_meters_that_can_hold_some(
     the file (or inform its anomaly history): those cost no GET (issue 16's lookups)."""
     portfolio = await fetch_portfolio(client, {})
     kwh = [m.id for m in portfolio.catalog.meters.values() if m.unit == "kWh"][:3]
-    lookups = portfolio.requests
+    assert portfolio.requests == 6  # the whole organisation: properties → buildings → meters
+    lookups = 1  # only the file's three meters, in one list call (C2)
     path = monthly_csv(tmp_path / "first.csv", {m: 3 for m in kwh})
     dry = await import_file(client, PROFILE, path, ImportOptions(dry_run=True))
     assert dry.requests == lookups  # three meters with no readings: no readings GET at all

@@ -22,7 +22,7 @@ from bpsync.ingest.plan import (
 def test_the_issues_example_1000_meters_by_12_bills():
     """100 minutes as batches, about 12 as single calls: the planner takes the fast mix."""
     limits = default_limits(headroom=0.0)
-    plan = make_plan({f"m{i}": 12 for i in range(1000)}, limits)
+    plan = make_plan({f"m{i}": 12 for i in range(1000)}, limits, uploads=False)
     # all batches: 10 now, then 10 a minute for 990 more → the last starts at minute 99
     assert plan.alternatives["all_batches"] == pytest.approx(99 * 60, abs=1)
     # all singles: 1,000 now, then 1,000 a minute → the last of 12,000 starts at minute 11
@@ -34,7 +34,9 @@ def test_the_issues_example_1000_meters_by_12_bills():
 
 
 def test_headroom_leaves_a_share_for_other_traffic():
-    plan = make_plan({f"m{i}": 12 for i in range(1000)}, default_limits(headroom=0.1))
+    plan = make_plan(
+        {f"m{i}": 12 for i in range(1000)}, default_limits(headroom=0.1), uploads=False
+    )
     assert plan.limits.principal.per_window(0.1) == 900
     assert plan.limits.bulk.per_window(0.1) == 9
     assert plan.estimate.seconds == pytest.approx(12 * 60, abs=1)  # ~12 min, not 100
@@ -52,7 +54,7 @@ def test_headroom_leaves_a_share_for_other_traffic():
     ],
 )
 def test_chunking_and_choice_when_limits_are_far(groups, batches, singles):
-    plan = make_plan(groups, default_limits())
+    plan = make_plan(groups, default_limits(), uploads=False)
     assert (plan.batches, plan.singles) == (batches, singles)
     for mp in plan.meters:
         covered = sorted((c.offset, c.offset + c.size) for c in mp.calls)
@@ -65,7 +67,7 @@ def test_largest_groups_go_to_batches_first():
     """Bulk allows 9 batches this window: the 9 largest meters get them."""
     limits = default_limits(headroom=0.1)
     groups = {f"big{i}": 400 for i in range(9)} | {f"small{i}": 5 for i in range(100)}
-    plan = make_plan(groups, limits)
+    plan = make_plan(groups, limits, uploads=False)
     kinds = {mp.meter: {c.kind for c in mp.calls} for mp in plan.meters}
     assert all(kinds[f"big{i}"] == {"batch"} for i in range(9))
     assert sum(1 for m, k in kinds.items() if m.startswith("small") and k == {"single"}) == 100
@@ -92,8 +94,12 @@ def test_learned_state_is_used():
 
 
 def test_user_bucket_is_tighter():
-    plan_key = make_plan({f"m{i}": 12 for i in range(100)}, default_limits("key", headroom=0))
-    plan_user = make_plan({f"m{i}": 12 for i in range(100)}, default_limits("user", headroom=0))
+    plan_key = make_plan(
+        {f"m{i}": 12 for i in range(100)}, default_limits("key", headroom=0), uploads=False
+    )
+    plan_user = make_plan(
+        {f"m{i}": 12 for i in range(100)}, default_limits("user", headroom=0), uploads=False
+    )
     assert plan_user.estimate.seconds > plan_key.estimate.seconds
 
 
@@ -106,7 +112,7 @@ def test_latency_bound_estimate():
         batch_seconds=0.1,
         batch_seconds_per_reading=0.0,
     )
-    plan = make_plan({"a": 2, "b": 2}, limits)
+    plan = make_plan({"a": 2, "b": 2}, limits, uploads=False)
     assert plan.estimate.bound == "latency"
     assert plan.singles == 4 and plan.estimate.seconds == pytest.approx(0.02)
 
@@ -125,7 +131,7 @@ def test_chunks():
 @settings(max_examples=200, deadline=None)
 def test_every_reading_is_in_exactly_one_call_of_at_most_500(groups, headroom):
     """Whatever the mix, each meter's readings are covered once, in order, in calls of <= 500."""
-    plan = make_plan(groups, default_limits(headroom=headroom))
+    plan = make_plan(groups, default_limits(headroom=headroom), uploads=False)
     planned = {mp.meter: mp for mp in plan.meters}
     assert set(planned) == {m for m, n in groups.items() if n}
     for meter, count in groups.items():
@@ -136,3 +142,41 @@ def test_every_reading_is_in_exactly_one_call_of_at_most_500(groups, headroom):
         assert calls[0].offset == 0 and calls[-1].offset + calls[-1].size == count
         assert all(a.offset + a.size == b.offset for a, b in itertools.pairwise(calls))
     assert plan.readings == sum(groups.values())
+
+
+@given(
+    groups=st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=4), st.integers(0, 12_000), max_size=12
+    ),
+    headroom=st.sampled_from([0.0, 0.1, 0.5]),
+)
+@settings(max_examples=200, deadline=None)
+def test_with_uploads_every_reading_is_sent_once_in_order(groups, headroom):
+    """Each meter is either in the uploads (its pieces consecutive, in order, across uploads of
+    at most 5,000) or sent as single calls, never both; nothing is left out."""
+    plan = make_plan(groups, default_limits(headroom=headroom))
+    assert all(1 <= u.size <= 5000 for u in plan.uploads)
+    pieces: dict[str, list[tuple[int, int]]] = {}
+    for u in plan.uploads:
+        for p in u.parts:
+            assert p.kind == "upload"
+            pieces.setdefault(p.meter, []).append((p.offset, p.size))
+    for mp in plan.meters:
+        assert mp.meter not in pieces
+        assert all(c.kind in ("single", "batch") for c in mp.calls)
+    for meter, parts in pieces.items():
+        assert parts[0][0] == 0 and sum(s for _, s in parts) == groups[meter]
+        assert all(a + n == b for (a, n), (b, _) in itertools.pairwise(parts))
+    assert plan.readings == sum(groups.values())
+
+
+def test_uploads_carry_a_many_meter_file_in_few_bulk_calls():
+    """The issue's example: 200 meters x 12 months is 200 batches (20 minutes of bulk tokens at
+    10 a minute), or one upload of 2,400 readings."""
+    groups = {f"m{i}": 12 for i in range(200)}
+    batches = make_plan(groups, default_limits(), uploads=False)
+    uploads = make_plan(groups, default_limits())
+    assert uploads.uploads and uploads.estimate.seconds < batches.estimate.seconds / 10
+    assert len(uploads.uploads) == 1 and uploads.as_dict()["upload_calls"] == 1
+    assert uploads.readings == 2400 and uploads.as_dict()["meters"] == 200
+    assert "uploads_and_singles" in batches.alternatives | uploads.alternatives

@@ -56,64 +56,111 @@ def journal_requests(state: Path) -> int:
         return 0
 
 
+def _bills(tmp: Path, meters: list[str]) -> tuple[Path, list[tuple]]:
+    """One reading per meter (single calls) plus six more for two meters (batches)."""
+    rows = [(m, dt.date(2024, 1, 1), dt.date(2024, 1, 31), 100.0 + i) for i, m in enumerate(meters)]
+    for m in meters[:2]:
+        for month in range(2, 8):
+            start = dt.date(2024, month, 1)
+            end = dt.date(2024, month + 1, 1) - dt.timedelta(days=1)
+            rows.append((m, start, end, 50.0 * month))
+    path = tmp / "bills.csv"
+    tmp.mkdir()
+    path.write_text(
+        "Meter ID,Start Date,End Date,Consumption,Unit\n"
+        + "".join(f"{m},{s},{e},{c},kWh\n" for m, s, e, c in rows),
+        encoding="utf-8",
+    )
+    return path, rows
+
+
+def _stored(service: Service, key: str, building: str, meters: list[str]) -> list[tuple]:
+    stored = []
+    with service.client(key) as api:
+        for m in meters:
+            page = api.get(
+                f"/v1/buildings/{building}/meters/{m}/readings", params={"per_page": 200}
+            ).json()["data"]
+            stored += [
+                (
+                    m,
+                    dt.date.fromisoformat(r["start_date"]),
+                    dt.date.fromisoformat(r["end_date"]),
+                    r["consumption"],
+                )
+                for r in page
+            ]
+    return stored
+
+
+def _kill_and_resume(
+    service: Service,
+    tmp: Path,
+    meters: list[str],
+    key: str,
+    building: str,
+    extra: list[str],
+    kill_after: int,
+    delay: float,
+) -> tuple[bool, list[tuple], list[tuple]]:
+    path, rows = _bills(tmp, meters)
+    env = base_env(tmp) | {"BPSYNC_API_KEY": key, "BPSYNC_BASE_URL": service.base_url}
+    proc = bpsync(["import", str(path), *extra], env)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and journal_requests(tmp / "state") < kill_after:
+        assert time.monotonic() < deadline, "the import never got going"
+        time.sleep(0.002)
+    time.sleep(delay)
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    # The killed process may have left a rate-limit probe for the bulk bucket, which makes
+    # the client wait up to 5 s (its PROBE_SECONDS) before the next bulk call; not the subject.
+    shutil.rmtree(tmp / "state" / "ratelimit", ignore_errors=True)
+    resumed = bpsync(["--json", "import", str(path), "--resume", *extra], env)
+    _out, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, err
+    return killed, rows, _stored(service, key, building, meters)
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_gives_the_exact_state(service: Service, tmp_path: Path):
+    """Batches and single calls (--no-upload): killed after a seeded number of requests."""
     rng = random.Random(20261121)
     kills = 0
     for trial in range(TRIALS):
-        tmp = tmp_path / f"t{trial}"
         key, building, meters = make_org(service, 60)
-        # one reading per meter (single calls) plus two meters with a batch each
-        rows = [
-            (m, dt.date(2024, 1, 1), dt.date(2024, 1, 31), 100.0 + i) for i, m in enumerate(meters)
-        ]
-        for m in meters[:2]:
-            for month in range(2, 8):
-                start = dt.date(2024, month, 1)
-                end = dt.date(2024, month + 1, 1) - dt.timedelta(days=1)
-                rows.append((m, start, end, 50.0 * month))
-        path = tmp / "bills.csv"
-        tmp.mkdir()
-        path.write_text(
-            "Meter ID,Start Date,End Date,Consumption,Unit\n"
-            + "".join(f"{m},{s},{e},{c},kWh\n" for m, s, e, c in rows),
-            encoding="utf-8",
+        killed, rows, stored = _kill_and_resume(
+            service,
+            tmp_path / f"t{trial}",
+            meters,
+            key,
+            building,
+            ["--no-upload"],
+            rng.randint(2, 40),
+            0.0,
         )
-        env = base_env(tmp) | {"BPSYNC_API_KEY": key, "BPSYNC_BASE_URL": service.base_url}
-        kill_after = rng.randint(2, 40)
-        proc = bpsync(["import", str(path)], env)
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and journal_requests(tmp / "state") < kill_after:
-            assert time.monotonic() < deadline, "the import never got going"
-            time.sleep(0.002)
-        killed = proc.poll() is None
-        if killed:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        # The killed process may have left a rate-limit probe for the bulk bucket, which makes
-        # the client wait up to 5 s (its PROBE_SECONDS) before the next batch; not the subject.
-        shutil.rmtree(tmp / "state" / "ratelimit", ignore_errors=True)
-        resumed = bpsync(["--json", "import", str(path), "--resume"], env)
-        _out, err = resumed.communicate(timeout=60)
-        assert resumed.returncode == 0, err
-        with service.client(key) as api:
-            stored = []
-            for m in meters:
-                page = api.get(
-                    f"/v1/buildings/{building}/meters/{m}/readings", params={"per_page": 200}
-                ).json()["data"]
-                stored += [
-                    (
-                        m,
-                        dt.date.fromisoformat(r["start_date"]),
-                        dt.date.fromisoformat(r["end_date"]),
-                        r["consumption"],
-                    )
-                    for r in page
-                ]
         assert sorted(stored) == sorted(rows), f"trial {trial} (killed={killed})"
         kills += killed
     assert kills >= 2  # the seeded moments fall inside the import (not after it ended)
+
+
+@pytest.mark.slow
+def test_sigkill_during_an_upload_then_resume(service: Service, tmp_path: Path):
+    """The same file as one CSV upload: killed a seeded moment after the upload was journaled
+    (before the service answered, or after it committed and before the answer was journaled);
+    the resumed import reconciles it meter by meter and the service holds each row once."""
+    rng = random.Random(20261126)
+    kills = 0
+    for trial in range(TRIALS):
+        key, building, meters = make_org(service, 60)
+        killed, rows, stored = _kill_and_resume(
+            service, tmp_path / f"u{trial}", meters, key, building, [], 1, rng.uniform(0, 0.03)
+        )
+        assert sorted(stored) == sorted(rows), f"trial {trial} (killed={killed})"
+        kills += killed
+    assert kills >= 2
 
 
 @pytest.mark.slow

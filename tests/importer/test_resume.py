@@ -63,7 +63,8 @@ async def test_crash_between_sent_and_answer_then_resume(service, client, regist
     crashing, transport = lossy(service, {3}, Crash)
     async with crashing:
         with pytest.raises(Crash):
-            await import_file(crashing, PROFILE, path, ImportOptions(concurrency=1))
+            # Batches and single calls, numbered; uploads: tests/importer/test_uploads.py.
+            await import_file(crashing, PROFILE, path, ImportOptions(concurrency=1, uploads=False))
     assert transport.lost == 1
     with Journal() as journal:
         flights = journal.in_flight(target_of(client))
@@ -105,7 +106,9 @@ async def test_lost_answers_are_reconciled_in_the_same_run(
     )
     lossy_client, transport = lossy(service, lost, httpx.ReadError)
     async with lossy_client:
-        summary = await import_file(lossy_client, PROFILE, path, ImportOptions(concurrency=1))
+        summary = await import_file(
+            lossy_client, PROFILE, path, ImportOptions(concurrency=1, uploads=False)
+        )
     assert transport.lost == len(lost)
     assert summary.status == "complete" and summary.accepted == 16 and summary.rejected == 0
     final = await stored_set(client)

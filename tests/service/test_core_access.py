@@ -38,6 +38,7 @@ ENDPOINTS = [
     Endpoint("GET", "/v1/buildings/{bid}/meters", "meters:read"),
     Endpoint("POST", "/v1/buildings/{bid}/meters", "meters:write", {"type": "water", "unit": "m3"}),
     Endpoint("GET", "/v1/buildings/{bid}/meters/{mid}", "meters:read"),
+    Endpoint("GET", "/v1/meters", "meters:read"),
     Endpoint("GET", R, "meters:read"),
     Endpoint("POST", R, "meters:write", reading("2025-03-01", "2025-03-31")),
     Endpoint(
@@ -67,6 +68,7 @@ CORE_PREFIXES = (
     "/v1/buildings/{building_id}/meters",
     "/v1/buildings/{building_id}/lock",
     "/v1/readings",
+    "/v1/meters",
 )
 
 

@@ -15,6 +15,7 @@ from bpsync.client.resource import Resource, build, segment
 
 MAX_BATCH = 500
 MAX_UPLOAD = 5000
+UPLOAD_PATH = "/v1/readings/upload"
 UPLOAD_COLUMNS = (
     "meter_id",
     "start_date",
@@ -93,7 +94,7 @@ class Readings(Resource):
             raise ValueError(f"an upload holds 1 to {MAX_UPLOAD} readings, not {count}")
         response = await self._client.request(
             "POST",
-            "/v1/readings/upload",
+            UPLOAD_PATH,
             content=out.getvalue().encode(),
             content_type="text/csv",
         )

@@ -84,7 +84,8 @@ def show_summary(state: Any, summary: ImportSummary) -> None:
         p = summary.plan
         limits = p["limits"]  # type: ignore[index]
         out.print(
-            f"Plan: {p['batch_calls']} batch call(s) and {p['single_calls']} single call(s); "
+            f"Plan: {p.get('upload_calls', 0)} upload(s) of up to 5,000 readings, "
+            f"{p['batch_calls']} batch call(s) and {p['single_calls']} single call(s); "
             f"bound by {p['bound_by']}; limits {limits['principal']['limit']}/"
             f"{limits['principal']['window']:.0f} s per {limits['principal']['kind']}, "
             f"{limits['bulk']['limit']}/{limits['bulk']['window']:.0f} s bulk, "
@@ -132,6 +133,13 @@ def import_command(
             "exports with no meter column",
         ),
     ] = None,
+    no_upload: Annotated[
+        bool,
+        typer.Option(
+            "--no-upload",
+            help="Send batches and single calls only, never the CSV upload (bulk) endpoint",
+        ),
+    ] = False,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.
@@ -154,6 +162,7 @@ def import_command(
         template_dirs=[user_templates_dir()],
         meter=meter,
         interrupts=Interrupts(),
+        uploads=not no_upload,
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()

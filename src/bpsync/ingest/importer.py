@@ -26,13 +26,15 @@ from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import ImportRecord, Journal, NewRow
 from bpsync.ingest.meters import (
+    Portfolio,
     create_meters,
     fetch_existing,
+    fetch_named,
     fetch_portfolio,
     load_meter_map,
     plan_meter_creation,
 )
-from bpsync.ingest.pipeline import check, choose_template, prepare
+from bpsync.ingest.pipeline import check, choose_template, named_meters, prepare
 from bpsync.ingest.plan import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
 from bpsync.ingest.problems import IngestError, Problem
 from bpsync.ingest.results import (
@@ -67,6 +69,7 @@ class ImportOptions:
     create_meters: bool = False
     headroom: float = DEFAULT_HEADROOM
     concurrency: int = 4
+    uploads: bool = True  # the CSV upload where the planner finds it faster (decisions C1)
     template_dirs: Sequence[Path] | None = None
     include_hidden: bool = False
     meter: str | None = None  # every row into this meter (REF_OR_ID): single-meter exports
@@ -233,6 +236,28 @@ def _noop(
     return summary
 
 
+async def _lookup(
+    client: AsyncServiceClient, path: Path, options: ImportOptions, meter_map: dict[str, str]
+) -> Portfolio:
+    """Only the meters the file names, in list calls (C2); the whole organisation when meters
+    are named by building and name, meters may be created, or the service has no such list."""
+    if not options.create_meters:
+        named = await asyncio.to_thread(
+            named_meters,
+            path,
+            options.template,
+            template_dirs=options.template_dirs,
+            sheet=options.sheet,
+            include_hidden=options.include_hidden,
+            meter=options.meter,
+        )
+        if named is not None:
+            found = await fetch_named(client, named[0], named[1], meter_map)
+            if found is not None:
+                return found
+    return await fetch_portfolio(client, meter_map)
+
+
 async def _new_import(
     client: AsyncServiceClient,
     journal: Journal,
@@ -244,7 +269,7 @@ async def _new_import(
     note: Callable[[str], None],
 ) -> ImportRecord | ImportSummary:
     meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
-    portfolio = await fetch_portfolio(client, meter_map)
+    portfolio = await _lookup(client, path, options, meter_map)
 
     def read() -> object:
         return prepare(
@@ -360,7 +385,7 @@ def _plan(client: AsyncServiceClient, groups: dict, options: ImportOptions) -> P
         headroom=options.headroom,
         concurrency=options.concurrency,
     )
-    return make_plan(order_for_plan(groups), limits)
+    return make_plan(order_for_plan(groups), limits, uploads=options.uploads)
 
 
 def _dry_run(
@@ -394,11 +419,19 @@ def _dry_run(
         problems=info["problems"],
         notes=list(info.get("notes", [])),
         message=(
-            f"Dry run: {plan.readings} reading(s) for {len(plan.meters)} meter(s) would be sent in "
-            f"{plan.batches} batch and {plan.singles} single call(s), about "
+            f"Dry run: {plan.readings} reading(s) for {plan.meter_count} meter(s) would be sent "
+            f"in {_calls(plan)}, about "
             f"{_duration(plan.estimate.seconds)}; nothing was sent."
         ),
     )
+
+
+def _calls(plan: Plan) -> str:
+    parts = []
+    if plan.uploads:
+        parts.append(f"{len(plan.uploads)} upload")
+    parts.append(f"{plan.batches} batch")
+    return ", ".join(parts) + f" and {plan.singles} single call(s)"
 
 
 def _duration(seconds: float) -> str:

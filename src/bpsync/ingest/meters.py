@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bpsync.client.errors import NotFoundError
 from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.mapping import MappedRow, map_table
-from bpsync.ingest.normalise import MeterCatalog, MeterInfo
+from bpsync.ingest.normalise import MeterCatalog, MeterInfo, fold_reference
 from bpsync.ingest.readers import Table
 from bpsync.ingest.templates import Template
 from bpsync.ingest.units import UNITS_BY_METER_TYPE, canonical_unit, lookup_unit
@@ -131,6 +132,38 @@ async def fetch_portfolio(
         1 + len(properties) + len(buildings),
         latest,
     )
+
+
+async def fetch_named(
+    client: AsyncServiceClient,
+    by: str,
+    names: Iterable[str],
+    meter_map: Mapping[str, str] | None = None,
+) -> Portfolio | None:
+    """The meters a file names (meter ids, or external references through the meter map), in
+    list calls of 200 (GET /v1/meters, decisions C2), instead of the whole organisation. None when
+    the service has no such list (it answers 404): use `fetch_portfolio`."""
+    catalog = MeterCatalog.build((), meter_map or {})
+    ids: set[str] = set()
+    for name in names:
+        mapped = catalog.meter_map.get(fold_reference(name)) if by == "external_ref" else None
+        ids.add(mapped or name)
+    wanted = sorted(ids)
+    infos, building_of, latest = [], {}, {}
+    requests = 0
+    try:
+        for start in range(0, len(wanted), 200):
+            page = await client.meters.list_all(ids=wanted[start : start + 200], per_page=200)
+            requests += 1
+            for m in page.items:
+                infos.append(
+                    MeterInfo(m.id, str(m.type.value), m.unit, m.building_id, None, m.name)
+                )
+                building_of[m.id] = m.building_id
+                latest[m.id] = m.latest_reading_date
+    except NotFoundError:
+        return None
+    return Portfolio(MeterCatalog.build(infos, meter_map or {}), building_of, {}, requests, latest)
 
 
 async def fetch_readings(

@@ -30,7 +30,7 @@ class MeterInfo:
     name: str | None = None
 
 
-def _fold(text: str) -> str:
+def fold_reference(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
@@ -50,19 +50,19 @@ class MeterCatalog:
         for m in meters:
             catalog.meters[m.id] = m
             if m.building_name and m.name:
-                catalog.by_name[(_fold(m.building_name), _fold(m.name))] = m.id
+                catalog.by_name[(fold_reference(m.building_name), fold_reference(m.name))] = m.id
         for ref, meter_id in (meter_map or {}).items():
-            catalog.meter_map[_fold(ref)] = meter_id
+            catalog.meter_map[fold_reference(ref)] = meter_id
         return catalog
 
     def resolve(self, by: MeterBy, key: str, building: str | None = None) -> MeterInfo | str:
         """The meter, or why none was found (a sentence for the user)."""
         if by == "building_name":
-            meter_id = self.by_name.get((_fold(building or ""), _fold(key)))
+            meter_id = self.by_name.get((fold_reference(building or ""), fold_reference(key)))
             if meter_id is None:
                 return f"no meter named {key!r} in a building named {building!r}"
         elif by == "external_ref":
-            meter_id = self.meter_map.get(_fold(key))
+            meter_id = self.meter_map.get(fold_reference(key))
             if meter_id is None and key in self.meters:  # a meter id works as its own reference
                 meter_id = key
             if meter_id is None:

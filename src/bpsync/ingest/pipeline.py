@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bpsync.ingest.frame import collect_table
+from bpsync.ingest.frame import collect_table, per_value, table_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog
 from bpsync.ingest.problems import IngestError, Problem, Where
@@ -28,7 +28,7 @@ from bpsync.ingest.templates import (
     suggest_template,
 )
 from bpsync.ingest.validate import Collected, StoredReading, ValidationResult, validate
-from bpsync.ingest.values import cell_text
+from bpsync.ingest.values import cell_text, is_blank
 
 GREEN_BUTTON_TEMPLATE = "green_button"
 
@@ -174,6 +174,50 @@ def prepare(
     plan = plan_table(table, t)
     collected = collect_table(table, plan, catalog)
     return Prepared(table, t, collected, notes=list(table.notes))
+
+
+def named_meters(
+    path: str | Path,
+    template: str | Template | None = "auto",
+    *,
+    template_dirs: Sequence[Path] | None = None,
+    sheet: str | None = None,
+    include_hidden: bool = False,
+    meter: str | None = None,
+) -> tuple[str, set[str]] | None:
+    """(how the template names meters, the distinct names the file uses): meter ids or external
+    references, so the network stage can look up only those meters. None when meters are named
+    by building and meter name (the whole organisation is needed) or the file cannot be read
+    (`prepare` will say why)."""
+    try:
+        table, t = choose_template(
+            path,
+            template,
+            template_dirs=template_dirs,
+            sheet=sheet,
+            include_hidden=include_hidden,
+            meter=meter,
+        )
+        if t.meter.by == "building_name" and not t.fixed_meter:
+            return None
+        if t.fixed_meter:
+            return t.meter.by, {t.fixed_meter}
+        columns = resolve_columns(table, t) if table.kind != "greenbutton" else None
+    except IngestError:
+        return None
+    if columns is not None and t.layout == "wide_meters":
+        return t.meter.by, {h.label for h, _, _ in columns.values}
+    header = columns.meter if columns is not None else None
+    index = header.index if header is not None else 0
+    names: set[str] = set()
+    for chunk in table_chunks(table):
+        values = chunk.column(index)
+        names.update(str(x) for x in per_value(values, chunk.text, _meter_name) if x is not None)
+    return t.meter.by, names
+
+
+def _meter_name(value: object) -> str | None:
+    return None if is_blank(value) else cell_text(value).strip()
 
 
 def check(

@@ -6,7 +6,9 @@ every call from the rate-limit headers, so a 429 is rare; on top of that the sub
 `headroom` share of each bucket to other traffic of the same key (the watcher, the terminal app).
 Meters are worked on concurrently, each meter's readings in start order (the service computes
 anomaly flags from earlier readings, so order matters); meters with batches get their own lane so a
-wait for the bulk bucket never holds up single calls.
+wait for the bulk bucket never holds up single calls. Uploads (many meters in one CSV request) go
+one after another in a lane of their own; a service without the upload endpoint gets those
+readings as batches instead.
 
 A write whose outcome is unknown (a timeout after sending, a dropped connection, a 5xx: the
 client's `AmbiguousWriteError`) is reconciled at once: the meter's readings over the request's dates
@@ -27,13 +29,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bpsync.client import errors as E
+from bpsync.client.models import UploadResult
 from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import InFlight, Journal, JournalRow, Outcome
 from bpsync.ingest.meters import fetch_readings
-from bpsync.ingest.plan import Call, MeterPlan, Plan
+from bpsync.ingest.plan import MAX_BATCH, Call, MeterPlan, Plan
 from bpsync.ingest.validate import StoredReading
 
+# The journal's meter and building of an upload, whose rows name their own.
+UPLOAD_METER = "*"
 # An unknown outcome is reconciled and the rest re-sent at most this many times.
 MAX_AMBIGUOUS_RETRIES = 3
 BATCH_LANE_WORKERS = 2
@@ -128,6 +133,7 @@ class SubmitStats:
     rejected: int = 0
     already_there: int = 0
     requests: int = 0
+    upload_calls: int = 0
     batch_calls: int = 0
     single_calls: int = 0
     reconciled: int = 0  # requests whose outcome was unknown and were looked up
@@ -168,6 +174,28 @@ async def _stored_over(
     return await fetch_readings(client, building_id, meter_id, start, end)
 
 
+def by_meter(rows: Sequence[JournalRow]) -> dict[tuple[str, str], list[JournalRow]]:
+    """(building id, meter id) → its rows: an upload's rows belong to several meters."""
+    out: dict[tuple[str, str], list[JournalRow]] = {}
+    for r in rows:
+        out.setdefault((r.building_id or "", r.meter_id or ""), []).append(r)
+    return out
+
+
+async def _found_stored(
+    client: AsyncServiceClient, rows: Sequence[JournalRow]
+) -> dict[int, str | None]:
+    """seq → id of the same reading stored on the service (None: not there), meter by meter."""
+    found: dict[int, str | None] = {}
+    for (building, meter), group in by_meter(rows).items():
+        try:
+            stored = await _stored_over(client, building, meter, group)
+        except E.NotFoundError:
+            stored = []  # the meter is gone: nothing was stored; resending will say so
+        found.update(match_stored(group, stored))
+    return found
+
+
 async def reconcile_in_flight(
     client: AsyncServiceClient, journal: Journal, target: str
 ) -> tuple[int, int]:
@@ -185,11 +213,7 @@ async def _settle(client: AsyncServiceClient, journal: Journal, flight: InFlight
     if not flight.rows:
         journal.finish_request(flight.import_id, flight.id, [], status="reconciled")
         return 0
-    try:
-        stored = await _stored_over(client, flight.building_id, flight.meter_id, flight.rows)
-    except E.NotFoundError:
-        stored = []  # the meter is gone: nothing was stored; resending will say so
-    found = match_stored(flight.rows, stored)
+    found = await _found_stored(client, flight.rows)
     outcomes = [
         Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
         for seq, rid in found.items()
@@ -213,6 +237,7 @@ class Submitter:
     stats: SubmitStats = field(default_factory=SubmitStats)
     interrupts: Interrupts | None = None  # the entry point's stop requests (Ctrl-C)
     _fatal: BaseException | None = None
+    _has_upload: bool = True  # until the service answers the upload with 404
 
     # ---- running -------------------------------------------------------------------------------
 
@@ -239,6 +264,8 @@ class Submitter:
                 workers.append((single_lane, self.concurrency))
                 for queue, n in workers:
                     tasks.extend(asyncio.create_task(self._worker(queue)) for _ in range(n))
+                if self.plan.uploads:
+                    tasks.append(asyncio.create_task(self._upload_lane()))
                 await asyncio.gather(*tasks)
             except asyncio.CancelledError:
                 self.stats.stopped = "interrupted"
@@ -273,6 +300,109 @@ class Submitter:
                     self._fatal = exc
                     self.stop.set()
                     return
+
+    async def _upload_lane(self) -> None:
+        """The uploads, one after another (a meter's pieces follow each other across them)."""
+        for upload in self.plan.uploads:
+            if self.stop.is_set() or self._fatal is not None:
+                return
+            rows = [
+                row
+                for part in upload.parts
+                for row in self.rows[part.meter][part.offset : part.offset + part.size]
+            ]
+            try:
+                await self._send_upload(rows)
+            except SubmitStopped as exc:
+                self._fatal = exc
+                self.stop.set()
+                return
+
+    async def _send_upload(self, rows: list[JournalRow]) -> None:
+        if not self._has_upload:
+            return await self._as_batches(rows)
+        for _attempt in range(MAX_AMBIGUOUS_RETRIES + 1):
+            await self._gate(self._kinds(True))
+            request_id = self.journal.begin_request(
+                self.import_id, self.target, "upload", UPLOAD_METER, UPLOAD_METER, rows
+            )
+            self.stats.requests += 1
+            self.stats.upload_calls += 1
+            try:
+                result = await self.client.readings.upload(
+                    [(r.meter_id or "", r.payload or {}) for r in rows]
+                )
+            except E.NotFoundError:
+                # A service without the upload (the route answers 404): nothing was stored.
+                self._finish(request_id, [Outcome(r.seq, "pending") for r in rows], "failed")
+                self._has_upload = False
+                return await self._as_batches(rows)
+            except E.AmbiguousWriteError:
+                self.stats.reconciled += 1
+                try:
+                    found = await _found_stored(self.client, rows)
+                except E.BPSyncError as exc:
+                    raise SubmitStopped(f"could not check an unanswered request: {exc}") from exc
+                outcomes = [
+                    Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
+                    for seq, rid in found.items()
+                ]
+                self._finish(request_id, outcomes, "reconciled")
+                rows = [r for r in rows if not found[r.seq]]
+                if not rows:
+                    return None
+                continue
+            except (E.ValidationError, E.BadRequestError, E.PayloadTooLargeError) as exc:
+                outcomes = [Outcome(r.seq, "rejected", None, exc.code, exc.message) for r in rows]
+                self._finish(request_id, outcomes)
+                return None
+            except (
+                E.APIConnectionError,
+                E.RateLimitError,
+                E.AuthenticationError,
+                E.PermissionDeniedError,
+                E.CredentialsError,
+                E.OAuthError,
+                E.ServerError,
+            ) as exc:
+                self._finish(request_id, [Outcome(r.seq, "pending") for r in rows], "failed")
+                raise SubmitStopped(_why_stopped(exc), exc) from exc
+            self._finish(request_id, await self._upload_outcomes(rows, result))
+            return None
+        raise SubmitStopped("the service kept failing without saying whether readings were stored")
+
+    async def _upload_outcomes(self, rows: list[JournalRow], result: UploadResult) -> list[Outcome]:
+        errors = {e.index: e for e in result.errors}
+        accepted = [r for i, r in enumerate(rows) if i not in errors]
+        # The stored readings come back in upload order: one for each row not refused.
+        outcomes = [
+            Outcome(r.seq, "accepted", x.id)
+            for r, x in zip(accepted, result.readings, strict=False)
+        ]
+        overlaps: dict[tuple[str, str], list[JournalRow]] = {}
+        reasons: dict[int, str] = {}
+        for i, e in sorted(errors.items()):
+            r = rows[i]
+            if e.code == "reading_overlap" and e.conflicting_index is None:
+                overlaps.setdefault((r.building_id or "", r.meter_id or ""), []).append(r)
+                reasons[r.seq] = e.message
+            elif e.code == "not_found":
+                outcomes.append(
+                    Outcome(r.seq, "rejected", None, e.code, f"meter not found: {e.message}")
+                )
+            else:
+                outcomes.append(Outcome(r.seq, "rejected", None, e.code, e.message))
+        for (building, meter), group in overlaps.items():
+            outcomes += await self._overlaps(building, meter, group, reasons)
+        return outcomes
+
+    async def _as_batches(self, rows: list[JournalRow]) -> None:
+        """An upload's rows meter by meter, as batches of at most 500 (or single calls)."""
+        for (_, meter), group in by_meter(rows).items():
+            for offset in range(0, len(group), MAX_BATCH):
+                piece = group[offset : offset + MAX_BATCH]
+                kind = "batch" if len(piece) > 1 else "single"
+                await self._send(Call(meter, kind, 0, len(piece)), piece)
 
     # ---- one call ------------------------------------------------------------------------------
 

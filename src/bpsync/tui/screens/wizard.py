@@ -559,6 +559,7 @@ class ImportWizardScreen(AppScreen):
             bulk = limits.get("bulk", {})
             lines.append(
                 f"{plan.get('readings', 0)} readings · {plan.get('meters', 0)} meter(s) · "
+                f"{plan.get('upload_calls', 0)} upload(s) + "
                 f"{plan.get('batch_calls', 0)} batch call(s) + {plan.get('single_calls', 0)} "
                 f"single call(s) · about {plan.get('estimated_seconds', 0)} s "
                 f"(bound by {plan.get('bound_by', '?')})"

@@ -1,0 +1,42 @@
+"""GET /v1/meters (decisions C2): the organisation's meters in one list, filtered by ids or
+building, within the caller's organisation, environment and property access; checked against
+the OpenAPI document."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import Service
+from tests.service.conftest import Tree, create_building, create_meter, ok
+
+
+def test_list_filter_by_ids_and_building(checked: httpx.Client) -> None:
+    tree = Tree(checked)
+    annex = create_building(checked, tree.pid, name="Annex")
+    gas = create_meter(checked, annex["id"], type="natural_gas", unit="kWh")
+    water = create_meter(checked, annex["id"], type="water", unit="m3")
+    every = ok(checked.get("/v1/meters"))
+    order = [m["id"] for m in every["data"]]  # by creation time, then id
+    assert set(order) == {tree.mid, gas["id"], water["id"]} and every["meta"]["total"] == 3
+    picked = ok(checked.get("/v1/meters", params={"filter[id]": f"{water['id']},mtr_unknown"}))
+    assert [(m["id"], m["building_id"], m["unit"]) for m in picked["data"]] == [
+        (water["id"], annex["id"], "m3")
+    ]
+    in_annex = ok(checked.get("/v1/meters", params={"filter[building_id]": annex["id"]}))
+    assert {m["id"] for m in in_annex["data"]} == {gas["id"], water["id"]}
+    paged = ok(checked.get("/v1/meters", params={"per_page": 2, "page": 2}))
+    assert [m["id"] for m in paged["data"]] == order[2:]
+    too_many = ",".join(f"mtr_{i}" for i in range(201))
+    r = checked.get("/v1/meters", params={"filter[id]": too_many})
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "filter[id]"
+    assert checked.get("/v1/meters", params={"filter[id]": ","}).status_code == 422
+
+
+def test_only_the_callers_meters(service: Service) -> None:
+    with service.client() as mine:
+        tree = Tree(mine)
+    other = service.bootstrap(org_name="Other", owner_email="boss@other.example")
+    with service.client(other["test_key"]) as theirs:
+        assert ok(theirs.get("/v1/meters", params={"filter[id]": tree.mid}))["data"] == []
+    with service.client(service.live_key) as live:
+        assert ok(live.get("/v1/meters"))["meta"]["total"] == 0
