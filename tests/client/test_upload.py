@@ -60,3 +60,17 @@ async def test_list_all_meters_by_ids(client: AsyncServiceClient) -> None:
     assert [(m.id, m.building_id, m.unit) for m in page.items] == [(second, building_id, "m3")]
     with pytest.raises(ValueError, match="not 201"):
         client.meters.list_all(ids=[f"mtr_{i}" for i in range(201)])
+
+
+async def test_readings_of_many_meters(client: AsyncServiceClient) -> None:
+    """GET /v1/readings (C3) through the client: two meters' readings in one list."""
+    _, building_id, first = await make_meter(client)
+    second = (await client.meters.create(building_id, type="electricity", unit="kWh")).id
+    for meter, value in ((first, 1.5), (second, 2.5)):
+        await client.readings.create(
+            building_id, meter, start_date="2025-01-01", end_date="2025-01-31", consumption=value
+        )
+    got = await client.readings.list_many([first, second], start_date="2025-01-01").to_list()
+    assert sorted((r.meter_id, r.consumption) for r in got) == [(first, 1.5), (second, 2.5)]
+    with pytest.raises(ValueError, match="not 0"):
+        client.readings.list_many([])

@@ -5,6 +5,8 @@ is reconciled meter by meter and only the missing rows are sent again."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import httpx
 import pytest
 
@@ -67,3 +69,43 @@ async def test_a_lost_upload_answer_is_reconciled(service, client, registered, t
     assert summary.status == "complete" and summary.accepted == total and summary.rejected == 0
     final = await stored_set(client)
     assert len(final) == len(set(final)) == total
+
+
+async def test_the_rest_is_planned_again_when_the_limits_differ(scaled_service, tmp_path):
+    """A first import (nothing learned about the bulk bucket) plans with the spec's 10 bulk calls
+    a window; the service allows 3. After the first upload the headers say so, the import stops
+    at the next call boundary, plans the readings left with the service's figures, says so, and
+    finishes with every reading stored once."""
+    from bpsync.client import AsyncServiceClient
+
+    service = scaled_service(per_key=5000, bulk=3)
+    async with AsyncServiceClient(service.base_url, service.test_key, profile=PROFILE) as api:
+        prop = await api.properties.create(
+            name="Depot",
+            address={"street": "1 Way", "city": "Leeds", "country": "GB"},
+            type="office",
+        )
+        building = await api.buildings.create(
+            prop.id, name="Main", primary_use_type="office", gfa_m2=900, year_built=1990, floors=2
+        )
+        meters = [
+            (await api.meters.create(building.id, type="electricity", unit="kWh")).id
+            for _ in range(7)
+        ]
+        lines = ["Meter ID,Start Date,End Date,Consumption,Unit"]
+        for m in meters:
+            for d in range(800):  # 5,600 daily readings: two uploads
+                day = dt.date(2022, 1, 1) + dt.timedelta(days=d)
+                lines.append(f"{m},{day},{day},{10 + d % 5},kWh")
+        path = tmp_path / "daily.csv"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        notes: list[str] = []
+        summary = await import_file(api, PROFILE, path, note=notes.append)
+        assert summary.status == "complete" and summary.accepted == 5600, summary.message
+        said = [n for n in notes if n.startswith("re-planned")]
+        assert said and "bulk limit is 3 per 60 s; the plan assumed 10 per 60 s" in said[0]
+        assert said[0] in summary.notes
+        stored = 0
+        for m in meters:
+            stored += (await api.readings.list(building.id, m, per_page=1)).meta.total
+        assert stored == 5600

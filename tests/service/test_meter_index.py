@@ -40,3 +40,34 @@ def test_only_the_callers_meters(service: Service) -> None:
         assert ok(theirs.get("/v1/meters", params={"filter[id]": tree.mid}))["data"] == []
     with service.client(service.live_key) as live:
         assert ok(live.get("/v1/meters"))["meta"]["total"] == 0
+
+
+def test_readings_of_many_meters_in_one_list(checked: httpx.Client) -> None:
+    """GET /v1/readings (C3): the readings of up to 200 named meters, by meter then start, with
+    the per-meter list's date filters; unknown meters are left out."""
+    tree = Tree(checked)
+    other = create_meter(checked, tree.bid, name="Sub")
+    for meter, value in ((tree.mid, 10.0), (other["id"], 20.0)):
+        base = f"/v1/buildings/{tree.bid}/meters/{meter}/readings"
+        for month in (1, 2, 3):
+            start, end = f"2025-0{month}-01", f"2025-0{month}-2{month}"
+            body = {"start_date": start, "end_date": end, "consumption": value + month}
+            ok(checked.post(base, json=body), 201)
+    ids = sorted([tree.mid, other["id"]])
+    both = ok(checked.get("/v1/readings", params={"filter[meter_id]": ",".join(ids)}))
+    got = [(r["meter_id"], r["start_date"]) for r in both["data"]]
+    assert got == [(m, f"2025-0{k}-01") for m in ids for k in (1, 2, 3)]
+    window = ok(
+        checked.get(
+            "/v1/readings",
+            params={
+                "filter[meter_id]": f"{other['id']},mtr_unknown",
+                "start_date": "2025-02-01",
+                "end_date": "2025-02-28",
+            },
+        )
+    )
+    assert [(r["meter_id"], r["consumption"]) for r in window["data"]] == [(other["id"], 22.0)]
+    assert checked.get("/v1/readings").status_code == 422  # the filter is required
+    too_many = ",".join(f"mtr_{i}" for i in range(201))
+    assert checked.get("/v1/readings", params={"filter[meter_id]": too_many}).status_code == 422

@@ -1,5 +1,6 @@
-"""The CSV upload among the spec's bulk endpoints ("not shown" there; docs/decisions.md C1):
-readings of many meters in one request, with the batch's rules and the batch's answer.
+"""Readings of many meters at once: the CSV upload among the spec's bulk endpoints ("not shown"
+there; docs/decisions.md C1), with the batch's rules and the batch's answer; and a list of the
+readings of up to 200 named meters (C3).
 
     POST /v1/readings/upload            Content-Type: text/csv
     meter_id,start_date,end_date,consumption,cost,cost_currency,demand_kw
@@ -21,23 +22,34 @@ import io
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bpservice.api.deps import Clock, Recalc, WriteSession, require
+from bpservice.api.deps import (
+    Clock,
+    Pagination,
+    ReadSession,
+    Recalc,
+    WriteSession,
+    paginate,
+    require,
+)
 from bpservice.api.meters import FUTURE_GRACE_DAYS, _reading_out, _store
-from bpservice.api.responses import write_responses
-from bpservice.api.schemas import Data, ReadingCreate, UploadResult
+from bpservice.api.responses import read_responses, write_responses
+from bpservice.api.schemas import Data, Page, ReadingCreate, ReadingOut, UploadResult
+from bpservice.api.types import ISODate
+from bpservice.api.views import reading_view
 from bpservice.auth import Principal
-from bpservice.db.models import Building, Meter
+from bpservice.db.models import Building, Meter, Reading
 from bpservice.db.readings import readings_near
 from bpservice.domain import readings as rules
-from bpservice.errors import APIError, pydantic_details
+from bpservice.errors import APIError, pydantic_details, validation_error
 
 router = APIRouter(prefix="/v1/readings", tags=["readings"])
 
+Read = Annotated[Principal, Depends(require("meters:read"))]
 Write = Annotated[Principal, Depends(require("meters:write", write=True))]
 
 MAX_UPLOAD_ROWS = 5000
@@ -235,6 +247,55 @@ def upload_readings(
             "errors": errors,
         }
     }
+
+
+MAX_METER_IDS = 200
+
+
+@router.get("", response_model=Page[ReadingOut], responses=read_responses(422))
+def list_readings_of_meters(
+    principal: Read,
+    session: ReadSession,
+    pages: Pagination,
+    filter_meter_id: Annotated[
+        str,
+        Query(
+            alias="filter[meter_id]",
+            description=f"Comma-separated meter ids (1 to {MAX_METER_IDS}); meters the caller "
+            "cannot see are left out",
+        ),
+    ],
+    start_date: Annotated[
+        ISODate | None, Query(description="Readings starting on or after this date")
+    ] = None,
+    end_date: Annotated[
+        ISODate | None, Query(description="Readings ending on or before this date")
+    ] = None,
+) -> dict:
+    ids = sorted({i.strip() for i in filter_meter_id.split(",") if i.strip()})
+    if not ids or len(ids) > MAX_METER_IDS:
+        raise validation_error(
+            f"filter[meter_id] takes 1 to {MAX_METER_IDS} comma-separated meter ids",
+            "filter[meter_id]",
+        )
+    query = (
+        select(Reading)
+        .join(Building, Building.id == Reading.building_id)
+        .where(
+            Reading.meter_id.in_(ids),
+            Reading.org_id == principal.org_id,
+            Reading.environment == principal.environment,
+        )
+    )
+    if principal.property_access is not None:
+        query = query.where(Building.property_id.in_(principal.property_access))
+    if start_date is not None:
+        query = query.where(Reading.start_date >= start_date)
+    if end_date is not None:
+        query = query.where(Reading.end_date <= end_date)
+    order = (Reading.meter_id, Reading.start_date)
+    rows, total = paginate(session, query.order_by(*order), pages)
+    return {"data": [reading_view(r) for r in rows], "meta": pages.meta(total)}
 
 
 def _visible_meters(

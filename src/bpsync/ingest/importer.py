@@ -200,7 +200,7 @@ async def import_file(
             record = made
             if previous and previous.status == "open":
                 journal.set_status(previous.id, "superseded")
-        return await _send(client, journal, record, target, path, options, progress, started)
+        return await _send(client, journal, record, target, path, options, progress, started, note)
     finally:
         lock.release()
         if own_journal:
@@ -353,7 +353,7 @@ async def _new_import(
         "problems": shown[:MAX_STORED_PROBLEMS],
         "problem_count": len(shown),
         "created_meters": created,
-        "lookup_requests": portfolio.requests + len(existing),
+        "lookup_requests": portfolio.requests + existing.requests,
     }
     table = prepared.table  # type: ignore[attr-defined]
     template = prepared.template.name  # type: ignore[attr-defined]
@@ -451,6 +451,7 @@ async def _send(
     options: ImportOptions,
     progress: Progress | None,
     started: float,
+    note: Callable[[str], None] = lambda _: None,
 ) -> ImportSummary:
     groups = group_pending(journal.rows(record.id, "pending"))
     plan = _plan(client, groups, options)
@@ -473,25 +474,39 @@ async def _send(
             f"{_duration(plan.estimate.seconds)}; nothing was sent."
         )
         return summary
-    submitter = Submitter(
-        client,
-        journal,
-        record.id,
-        target,
-        groups,
-        plan,
-        progress=progress or NoProgress(),
-        concurrency=options.concurrency,
-        headroom=options.headroom,
-        interrupts=options.interrupts,
-    )
     stopped: str | None = None
-    try:
-        stats = await submitter.run()
-        stopped = stats.stopped
-    except SubmitStopped as exc:
-        stopped = exc.reason
-    summary.send_seconds = submitter.stats.seconds
+    for attempt in range(MAX_REPLANS + 1):
+        submitter = Submitter(
+            client,
+            journal,
+            record.id,
+            target,
+            groups,
+            plan,
+            progress=progress or NoProgress(),
+            concurrency=options.concurrency,
+            headroom=options.headroom,
+            interrupts=options.interrupts,
+        )
+        try:
+            stats = await submitter.run()
+            stopped = stats.stopped
+        except SubmitStopped as exc:
+            stopped = exc.reason
+        summary.send_seconds += submitter.stats.seconds
+        if stopped != "re-plan":
+            break
+        groups = group_pending(journal.rows(record.id, "pending"))
+        if not groups or attempt == MAX_REPLANS:
+            stopped = None if not groups else stopped
+            break
+        # The service's limits differ from the plan's: plan what is left with what it said.
+        why = f"re-planned the {sum(len(g) for g in groups.values())} reading(s) left: "
+        why += str(submitter.replanned)
+        note(why)
+        summary.notes.append(why)
+        plan = _plan(client, groups, options)
+        stopped = None
     counts = journal.counts(record.id)
     summary.accepted = counts["accepted"]
     summary.skipped = counts["skipped"]
@@ -518,6 +533,9 @@ async def _send(
         journal.set_status(record.id, "complete", info)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+MAX_REPLANS = 2
 
 
 def _report(

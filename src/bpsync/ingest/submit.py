@@ -238,6 +238,8 @@ class Submitter:
     interrupts: Interrupts | None = None  # the entry point's stop requests (Ctrl-C)
     _fatal: BaseException | None = None
     _has_upload: bool = True  # until the service answers the upload with 404
+    replanned: str | None = None  # why the run stopped for a new plan (the limits differ)
+    _settled: bool = False  # every bucket the plan assumed has been checked against the service
 
     # ---- running -------------------------------------------------------------------------------
 
@@ -281,8 +283,33 @@ class Submitter:
             self.stats.stopped = str(self._fatal)
             raise SubmitStopped(str(self._fatal), self._fatal)
         if self.stop.is_set():
-            self.stats.stopped = "interrupted"
+            self.stats.stopped = "re-plan" if self.replanned else "interrupted"
         return self.stats
+
+    async def _check_assumptions(self) -> None:
+        """After a call: when the service's headers show limits other than the plan assumed (a
+        first import, before anything was learned, or changed limits), stop at the next call
+        boundary so the importer plans the rest again. Checked until every bucket the plan
+        counts on has been learned."""
+        limiter = self.client.limiter
+        if limiter is None or self._settled or self.replanned:
+            return
+        snapshot = await asyncio.to_thread(limiter.snapshot)
+        assumed = self.plan.limits
+        pending = False
+        for budget in (assumed.principal, assumed.bulk):
+            b = snapshot.get(budget.kind)
+            if b is None:
+                pending = True
+                continue
+            if b.limit != budget.limit or abs(b.window - budget.window) > 0.5:
+                self.replanned = (
+                    f"the service's {budget.kind} limit is {b.limit} per {b.window:.0f} s; the "
+                    f"plan assumed {budget.limit} per {budget.window:.0f} s"
+                )
+                self.stop.set()
+                return
+        self._settled = not pending
 
     async def _worker(self, queue: asyncio.Queue[MeterPlan]) -> None:
         while not self.stop.is_set() and self._fatal is None:
@@ -300,6 +327,7 @@ class Submitter:
                     self._fatal = exc
                     self.stop.set()
                     return
+                await self._check_assumptions()
 
     async def _upload_lane(self) -> None:
         """The uploads, one after another (a meter's pieces follow each other across them)."""
@@ -317,6 +345,7 @@ class Submitter:
                 self._fatal = exc
                 self.stop.set()
                 return
+            await self._check_assumptions()
 
     async def _send_upload(self, rows: list[JournalRow]) -> None:
         if not self._has_upload:
