@@ -21,7 +21,7 @@ from bpsync.ingest.dates import (
     parse_date,
     parse_month,
 )
-from bpsync.ingest.frame import Plan
+from bpsync.ingest.mapper import Plan
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import AmbiguousColumn, Template, TemplateError, find_column
@@ -334,6 +334,6 @@ def plan_table(table: Table, template: Template) -> Plan:
 def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
     """Every reading of the table as the file states it, or a Problem for each row (or wide
     cell) that cannot be read, in file order (the columnar engine's mapped stage as objects)."""
-    from bpsync.ingest.frame import mapped_rows
+    from bpsync.ingest.mapper import mapped_rows
 
     return mapped_rows(table, plan_table(table, template))

@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from bpsync.ingest.frame import Chunk, Items, factorize, per_value
+from bpsync.ingest.problems import Problem, Where
+from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
+from bpsync.ingest.units import UnitError, conversion_factor, lookup_unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +119,176 @@ class Candidate:
         if self.demand_kw is not None:
             body["demand_kw"] = self.demand_kw
         return body
+
+
+# ---- one chunk: normalise -----------------------------------------------------------------------
+
+
+def _full_key(meter: object, building: object) -> str:
+    return f"{building} / {meter}" if building else str(meter)
+
+
+class Normaliser:
+    """Meters resolved and units converted per distinct (meter, unit); the file's problems with
+    currency, demand, meters and units found here, item by item."""
+
+    def __init__(self, table: Table, by: str, catalog: MeterCatalog | None) -> None:
+        self.table, self.by, self.catalog = table, by, catalog
+        self.resolved: dict[tuple[str, str | None], MeterInfo | str] = {}
+        self.factors: dict[tuple[str, str, str], float | UnitError | None] = {}
+
+    def resolve(self, meter: str, building: str | None) -> MeterInfo | str:
+        found = self.resolved.get((meter, building))
+        if found is None:
+            assert self.catalog is not None
+            found = self.resolved[(meter, building)] = self.catalog.resolve(
+                self.by,  # type: ignore[arg-type]
+                meter,
+                building,
+            )
+        return found
+
+    def factor(self, unit: str, meter: MeterInfo) -> float | UnitError | None:
+        key = (unit, meter.type, meter.unit)
+        if key not in self.factors:
+            try:
+                self.factors[key] = conversion_factor(unit, meter.type, meter.unit)
+            except UnitError as exc:
+                self.factors[key] = exc
+        return self.factors[key]
+
+    def run(
+        self, items: Items, chunk: Chunk, width: int, problems: list[tuple[int, int, Problem]]
+    ) -> tuple[Items, np.ndarray, np.ndarray]:
+        """(accepted items, their keys, their meter ids or None); problems appended."""
+        n = len(items)
+        keys = np.array(
+            [_full_key(m, b) for m, b in zip(items.meter, items.building, strict=True)]
+            if items.building.astype(bool).any()
+            else items.meter,
+            dtype=object,
+        )
+        ok = np.ones(n, dtype=bool)
+        position = {int(r): i for i, r in enumerate(chunk.numbers)}
+
+        def fail(i: int, code: str, reason: str, value: str | None) -> None:
+            ok[i] = False
+            row = int(items.row[i])
+            column = items.column_text[i]
+            index = int(items.column[i])
+            where = Where(
+                self.table.file, self.table.sheet, row, column, None if index < 0 else index
+            )
+            problems.append(
+                (
+                    row,
+                    int(items.order[i]),
+                    Problem(
+                        code,
+                        reason,
+                        where,
+                        value=value,
+                        meter=items.meter[i],
+                        row_values=chunk.row_values(position[row], width),
+                    ),
+                )
+            )
+
+        currencies = per_value(
+            items.currency,
+            False,
+            lambda c: c is not None and (len(c) != 3 or not c.isalpha()),
+        ).astype(bool)
+        for i in np.flatnonzero(currencies):
+            fail(
+                int(i),
+                "bad_currency",
+                "the currency is not a 3-letter ISO 4217 code",
+                items.currency[i],
+            )
+        for i in np.flatnonzero(ok & (items.demand < 0)):
+            fail(int(i), "bad_demand", "demand cannot be negative", str(float(items.demand[i])))
+        consumption = items.consumption.copy()
+        units = items.unit.copy()
+        meter_ids = np.full(n, None, dtype=object)
+        if self.catalog is None:
+            units = per_value(
+                units, False, lambda u: lookup_unit(u).name if u and lookup_unit(u) else u
+            )
+            good = np.flatnonzero(ok)
+            return self._take(items, good, consumption, units), keys[good], meter_ids[good]
+        codes, pairs = self._pairs(items)
+        infos = [self.resolve(m, b) for m, b in pairs]
+        unknown = np.array([isinstance(x, str) for x in infos], dtype=bool)
+        for i in np.flatnonzero(ok & unknown[codes]):
+            fail(int(i), "unknown_meter", infos[codes[i]], keys[i])  # type: ignore[arg-type]
+        known_type = np.array([None if isinstance(x, str) else x.type for x in infos], dtype=object)
+        stated = items.meter_type
+        clash = ok & stated.astype(bool) & (stated != known_type[codes])
+        for i in np.flatnonzero(clash):
+            info = infos[codes[i]]
+            assert isinstance(info, MeterInfo)
+            fail(
+                int(i),
+                "meter_type_mismatch",
+                f"the file says this is a {stated[i].replace('_', ' ')} meter but {keys[i]!r} "
+                f"is linked to a {info.type.replace('_', ' ')} meter",
+                stated[i],
+            )
+        # One factor per distinct (unit, meter).
+        unit_codes, unit_names = factorize(units, False)
+        pair = unit_codes * max(len(infos), 1) + codes
+        distinct, inverse = np.unique(pair[ok], return_inverse=True) if ok.any() else ([], [])
+        factors = np.ones(len(distinct))
+        broken = np.zeros(len(distinct), dtype=bool)
+        reasons: dict[int, str] = {}
+        for j, p in enumerate(distinct):
+            unit, info = (
+                unit_names[int(p) // max(len(infos), 1)],
+                infos[int(p) % max(len(infos), 1)],
+            )
+            if unit is None or isinstance(info, str):
+                continue
+            factor = self.factor(unit, info)
+            if isinstance(factor, UnitError):
+                broken[j], reasons[j] = True, str(factor)
+            elif factor is not None:
+                factors[j] = factor
+        where_ok = np.flatnonzero(ok)
+        if len(where_ok):
+            for i, j in zip(where_ok[broken[inverse]], inverse[broken[inverse]], strict=True):
+                fail(int(i), "unit_mismatch", reasons[int(j)], units[i])
+            # Multiply only where a factor applies ("same unit" is not even multiplied by 1.0).
+            applies = np.zeros(n, dtype=bool)
+            scale = np.ones(n)
+            applies[where_ok] = factors[inverse] != 1.0
+            scale[where_ok] = factors[inverse]
+            consumption = np.where(applies, consumption * scale, consumption)
+        unit_of = np.array([None if isinstance(x, str) else x.unit for x in infos], dtype=object)
+        id_of = np.array([None if isinstance(x, str) else x.id for x in infos], dtype=object)
+        if n:
+            units = unit_of[codes]
+            meter_ids = id_of[codes]
+        good = np.flatnonzero(ok)
+        return self._take(items, good, consumption, units), keys[good], meter_ids[good]
+
+    @staticmethod
+    def _pairs(items: Items) -> tuple[np.ndarray, list[tuple[str, str | None]]]:
+        if not items.building.astype(bool).any():
+            codes, meters = factorize(items.meter, False)
+            return codes, [(m, None) for m in meters]
+        index: dict[tuple[str, str | None], int] = {}
+        codes = np.empty(len(items), dtype=np.int64)
+        for i, pair in enumerate(zip(items.meter, items.building, strict=True)):
+            code = index.get(pair)
+            if code is None:
+                code = index[pair] = len(index)
+            codes[i] = code
+        return codes, list(index)
+
+    @staticmethod
+    def _take(items: Items, good: np.ndarray, consumption: np.ndarray, units: np.ndarray) -> Items:
+        out = items.take(good)
+        out.consumption = consumption[good]
+        out.unit = units[good]
+        return out

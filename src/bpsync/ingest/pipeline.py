@@ -13,9 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bpsync.ingest.frame import collect_table, per_value, table_chunks
+import numpy as np
+import pandas as pd
+
+from bpsync.ingest.frame import CHUNK_ROWS, Items, per_value, table_chunks
+from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
-from bpsync.ingest.normalise import MeterCatalog
+from bpsync.ingest.normalise import MeterCatalog, Normaliser
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
 from bpsync.ingest.readers.xlsx import list_sheets
@@ -27,7 +31,13 @@ from bpsync.ingest.templates import (
     match_template,
     suggest_template,
 )
-from bpsync.ingest.validate import Collected, StoredReading, ValidationResult, validate
+from bpsync.ingest.validate import (
+    Collected,
+    StoredReading,
+    ValidationResult,
+    _MeterSet,
+    validate,
+)
 from bpsync.ingest.values import cell_text, is_blank
 
 GREEN_BUTTON_TEMPLATE = "green_button"
@@ -300,3 +310,75 @@ def attach_row_values(problems: Iterable[Problem], table: Table) -> list[Problem
         else p
         for p in problems
     ]
+
+
+def collect_table(
+    table: Table, plan: Plan, catalog: MeterCatalog | None, size: int = CHUNK_ROWS
+) -> Collected:
+    """Read, map, normalise and collect the whole table: chunk by chunk, then every meter's
+    readings laid out meter by meter in one set of columns."""
+    normaliser = Normaliser(table, plan.template.meter.by, catalog)
+    width = len(table.headers)
+    problems: list[Problem] = list(table.problems)
+    # rows_read counts a row once however many readings or problems it has (the reader's own
+    # problems, e.g. Green Button's, come first, as the per-row engine counted them).
+    rows_read, last_row = 0, None
+    for p in table.problems:
+        if p.where.row is not None and p.where.row != last_row:
+            rows_read, last_row = rows_read + 1, p.where.row
+    parts: list[Items] = []
+    part_keys: list[np.ndarray] = []
+    part_ids: list[np.ndarray] = []
+    for chunk, result in map_chunks(table, plan, size):
+        found = result.problems
+        items, keys, ids = normaliser.run(result.items, chunk, width, found)
+        rows = np.unique(
+            np.concatenate([items.row, np.array([r for r, _, _ in found], dtype=np.int64)])
+        )
+        if len(rows):
+            rows_read += len(rows) - (1 if rows[0] == last_row else 0)
+            last_row = int(rows[-1])
+        found.sort(key=lambda x: (x[0], x[1]))
+        problems.extend(p for _, _, p in found)
+        # Items in file order: row, then value column.
+        order = np.lexsort((items.order, items.row))
+        parts.append(items.take(order))
+        part_keys.append(keys[order])
+        part_ids.append(ids[order])
+    if not parts:
+        return Collected(file=table.file, sheet=table.sheet, problems=problems, rows_read=rows_read)
+    items = Items.concat(parts)
+    keys = np.concatenate(part_keys)
+    ids = np.concatenate(part_ids)
+    group = np.array([k if i is None else i for k, i in zip(keys, ids, strict=True)], dtype=object)
+    codes, groups = pd.factorize(group)
+    # Currencies are numbered in order of first appearance, None is -1.
+    currency_codes, currency_names = pd.factorize(items.currency)
+    by_meter = np.argsort(codes, kind="stable")
+    columns = {
+        "rows": items.row[by_meter].astype(np.int64),
+        "starts": items.start[by_meter].astype(np.int64),
+        "ends": items.end[by_meter].astype(np.int64),
+        "consumption": items.consumption[by_meter].astype(np.float64),
+        "cost": items.cost[by_meter].astype(np.float64),
+        "demand": items.demand[by_meter].astype(np.float64),
+        "currency": currency_codes[by_meter].astype(np.int16),
+        "estimated": items.estimated[by_meter].astype(np.int8),
+        "cols": items.column[by_meter].astype(np.int64),
+    }
+    collected = Collected(
+        file=table.file,
+        sheet=table.sheet,
+        problems=problems,
+        rows_read=rows_read,
+        currencies=[str(c) for c in currency_names],
+        columns=columns,
+    )
+    bounds = np.searchsorted(codes[by_meter], np.arange(len(groups) + 1))
+    for k, name in enumerate(groups):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        first = by_meter[lo]
+        collected.meters[name] = _MeterSet(
+            keys[first], ids[first], items.unit[first], columns, lo, hi
+        )
+    return collected

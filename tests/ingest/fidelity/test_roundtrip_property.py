@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
 
-from bpsync.ingest.frame import collect_table
 from bpsync.ingest.mapping import plan_table
+from bpsync.ingest.pipeline import collect_table
 from bpsync.ingest.readers import detect_format, open_table
 from bpsync.ingest.templates import template_from_dict
 
