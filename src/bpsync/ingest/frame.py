@@ -1,6 +1,6 @@
 """The columnar core's building blocks: a table's rows in chunks held as columns, work done once
 per *distinct value* of a column, and numbers parsed column-wise with exactly `parse_number`'s
-results (decisions IN7; tests/ingest/test_frame.py pins each fast path to the scalar rule).
+results (decisions C4; tests/ingest/test_frame.py pins each fast path to the scalar rule).
 
 Each chunk is a few hundred thousand rows held as one object array per column. Dates, units,
 meters and flags repeat: each distinct value is parsed once by the same scalar parser bpsync

@@ -1,6 +1,6 @@
 """Map: one chunk of a table under one template → `Items` (readings as the file states them) and
 the row problems found reading them, with the per-row engine's exact codes, reasons, places and
-values (decisions IN7).
+values (decisions C4).
 
 A row's first problem wins, checked in the order a person reads the row: meter, meter type,
 period, consumption, unit, cost, currency, demand, estimated. Wide layouts are unpivoted into
