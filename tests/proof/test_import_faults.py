@@ -194,19 +194,24 @@ async def read_back(client: AsyncServiceClient, building: str, meters: list[str]
     return out
 
 
-async def import_until_complete(client: AsyncServiceClient, path: Path) -> list:
+async def import_until_complete(
+    client: AsyncServiceClient, path: Path, uploads: bool = True
+) -> list:
     """`bpsync import FILE`, then `--resume` while it stops short (a call kept failing)."""
     summaries = []
     for attempt in range(5):
-        options = ImportOptions(template="long_csv", resume=attempt > 0, today=TODAY)
+        options = ImportOptions(
+            template="long_csv", resume=attempt > 0, today=TODAY, uploads=uploads
+        )
         summaries.append(await import_file(client, PROFILE, path, options))
         if summaries[-1].status == "complete":
             break
     return summaries
 
 
+@pytest.mark.parametrize("uploads", [True, False], ids=["uploads", "batches"])
 async def test_import_through_faults_stores_exactly_the_file(
-    faulty: Service, tmp_path: Path
+    faulty: Service, tmp_path: Path, uploads: bool
 ) -> None:
     service = faulty
     building, meters = make_meters(service, METERS + SINGLE_METERS)
@@ -229,16 +234,20 @@ async def test_import_through_faults_stores_exactly_the_file(
         sleep=sleeper,
     )
     async with client:
-        first = await import_until_complete(client, warm)
+        first = await import_until_complete(client, warm, uploads)
         assert first[-1].status == "complete"
-        summaries = await import_until_complete(client, tmp_path / "bills.csv")
+        summaries = await import_until_complete(client, tmp_path / "bills.csv", uploads)
         stored = await read_back(client, building, meters)
 
     final = summaries[-1]
     assert final.status == "complete", [s.message for s in summaries]
     assert final.rejected == 0 and final.pending == 0
-    # Batches for the daily meters (the bulk bucket was known), single calls for the others.
-    assert final.plan and final.plan["single_calls"] == SINGLE_METERS
+    if uploads:
+        # CSV uploads for the daily meters, single calls alongside (C1).
+        assert summaries[0].plan and summaries[0].plan["upload_calls"] >= 1
+    else:
+        # Batches for the daily meters (the bulk bucket was known), single calls for the others.
+        assert final.plan and final.plan["single_calls"] == SINGLE_METERS
     # Every row is accounted for once: accepted, or found already stored (the two rows of the
     # first import, and any write that landed after its client gave up and was re-sent).
     assert final.accepted + final.skipped == len(rows), (final.accepted, final.skipped)
