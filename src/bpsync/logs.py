@@ -50,6 +50,7 @@ def setup(verbose: bool, sink: logging.Handler | None = None) -> None:
         logger.propagate = False  # once, in the sink; not again on stderr
         return
     logger.propagate = True
+    logger.setLevel(logging.NOTSET)  # a sink set up earlier in this process set INFO
     if verbose:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("httpcore").setLevel(logging.INFO)

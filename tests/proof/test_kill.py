@@ -171,7 +171,8 @@ def test_import_killed_at_random_moments_then_resumed_gives_the_exact_state(
         # The moment: a number of requests journaled (0: as soon as the journal exists, while
         # the file is still being read and checked), possibly past the end of the import.
         kill_at = rng.randint(0, 50)
-        proc = bpsync(["import", str(path)], env)
+        # Batches and single calls, numbered (uploads: tests/importer/test_processes.py).
+        proc = bpsync(["import", str(path), "--no-upload"], env)
         if kill_at == 0:
             wait_for(lambda s=state: (s / "imports.sqlite").exists(), proc)
         else:
@@ -188,7 +189,7 @@ def test_import_killed_at_random_moments_then_resumed_gives_the_exact_state(
                 assert plan(left, [kind], time.time())[0] == 0
                 dead_probes += 1
         # No cleaning of the rate-limit state: the next process must cope with what was left.
-        resumed = bpsync(["--json", "import", str(path), "--resume"], env)
+        resumed = bpsync(["--json", "import", str(path), "--resume", "--no-upload"], env)
         out, err = resumed.communicate(timeout=60)
         assert resumed.returncode == 0, err
         summary = json.loads(out)
@@ -250,7 +251,11 @@ def drop_file(folder: Path, name: str, text: str) -> None:
 
 
 def watch_process(folder: Path, env: dict[str, str], *extra: str) -> subprocess.Popen:
-    return bpsync(["watch", str(folder), "--stable-seconds", "0", "--log-json", *extra], env)
+    # Moments count journaled requests: batches and single calls (uploads are killed in
+    # tests/importer/test_processes.py).
+    return bpsync(
+        ["watch", str(folder), "--stable-seconds", "0", "--log-json", "--no-upload", *extra], env
+    )
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ UNSCOPED = {
 
 
 def _shape(path: str) -> str:
-    return re.sub(r"\{[^}]+\}", "{}", path)
+    return re.sub(r"\{[^}]+\}", "{}", path.split("?")[0])
 
 
 def app_routes(app: FastAPI) -> set[tuple[str, str]]:

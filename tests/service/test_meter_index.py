@@ -38,6 +38,16 @@ def test_only_the_callers_meters(service: Service) -> None:
     other = service.bootstrap(org_name="Other", owner_email="boss@other.example")
     with service.client(other["test_key"]) as theirs:
         assert ok(theirs.get("/v1/meters", params={"filter[id]": tree.mid}))["data"] == []
+        assert ok(theirs.get("/v1/readings", params={"filter[meter_id]": tree.mid}))["data"] == []
+        upload = theirs.post(
+            "/v1/readings/upload",
+            content=f"meter_id,start_date,end_date,consumption\n{tree.mid},2025-01-01,2025-01-31,1\n",
+            headers={"Content-Type": "text/csv"},
+        )
+        assert upload.status_code == 201
+        assert [e["code"] for e in upload.json()["data"]["errors"]] == ["not_found"]
+    with service.client() as mine:
+        assert ok(mine.get(f"/v1/buildings/{tree.bid}/meters/{tree.mid}/readings"))["data"] == []
     with service.client(service.live_key) as live:
         assert ok(live.get("/v1/meters"))["meta"]["total"] == 0
 
