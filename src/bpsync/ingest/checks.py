@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from bpsync.ingest.problems import Problem, Where
 
@@ -95,22 +94,36 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
     def same(x: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(x), -np.inf, x) + 0.0  # and -0.0 equals 0.0
 
-    frame = pd.DataFrame(
-        {"g": g, "s": s, "e": e, "c": same(c), "k": same(cost_s), "d": same(dem_s), "r": r}
-    )
-    signature = ["g", "s", "e", "c", "k", "d"]
-    duplicate = frame.duplicated(signature, keep="first").to_numpy()
-    if duplicate.any():
-        first_row = frame.groupby(signature, sort=False)["r"].transform("first").to_numpy()
-        for p in np.flatnonzero(duplicate):
-            add(
-                (0, int(p), 0),
-                int(g[p]),
-                "duplicate_row",
-                f"the same reading as row {first_row[p]}; sent once",
-                int(r[p]),
-                "warning",
-            )
+    # Readings are sorted by (meter, start, end, row); only readings of one period can be
+    # duplicates, and periods rarely hold two, so compare within runs of equal periods.
+    same_period = np.zeros(n, dtype=bool)
+    if n > 1:
+        same_period[1:] = (g[1:] == g[:-1]) & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    duplicate = np.zeros(n, dtype=bool)
+    first_row = r
+    if same_period.any():
+        # The positions in runs of two or more readings with one period, compared by value.
+        in_run = same_period.copy()
+        in_run[:-1] |= same_period[1:]
+        run = np.flatnonzero(in_run)
+        sig = (g[run], s[run], e[run], same(c[run]), same(cost_s[run]), same(dem_s[run]))
+        by_sig = run[np.lexsort((r[run], *reversed(sig)))]  # equal readings together, by row
+        keys = np.column_stack([x[np.searchsorted(run, by_sig)] for x in sig])
+        equal = np.zeros(len(by_sig), dtype=bool)
+        equal[1:] = (keys[1:] == keys[:-1]).all(axis=1)
+        starts = np.maximum.accumulate(np.where(~equal, np.arange(len(by_sig)), 0))
+        duplicate[by_sig[equal]] = True
+        first_row = r.copy()
+        first_row[by_sig] = r[by_sig[starts]]
+    for p in np.flatnonzero(duplicate):
+        add(
+            (0, int(p), 0),
+            int(g[p]),
+            "duplicate_row",
+            f"the same reading as row {first_row[p]}; sent once",
+            int(r[p]),
+            "warning",
+        )
     kept = np.flatnonzero(~duplicate)
     rejected = duplicate.copy()
 
@@ -158,8 +171,9 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
         return
     ga = g[accepted]
     bounds = np.searchsorted(ga, np.arange(len(meters) + 1))
+    local_accepted = local[accepted].astype(_LONG)
     for k, (_, key, _) in enumerate(meters):
-        result.accepted[key] = array("l", local[accepted[bounds[k] : bounds[k + 1]]].astype(_LONG))
+        result.accepted[key] = array("l", local_accepted[bounds[k] : bounds[k + 1]].tobytes())
     _warnings(add, context, accepted, g, r, s, e, c, col_s, bounds)
     _flags(add, context, result, accepted, g, r, s, e, c, col_s, ids)
 

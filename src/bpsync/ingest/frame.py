@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,9 +39,17 @@ class Chunk:
     cells: list[np.ndarray]
     lengths: np.ndarray | None  # None: up to the last filled cell, at least the header's width
     text: bool = False
+    _factors: dict[int, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.numbers)
+
+    def factors(self, index: int) -> tuple[np.ndarray, list[Any]]:
+        """The column's codes into its distinct values (computed once per chunk and column)."""
+        found = self._factors.get(index)
+        if found is None:
+            found = self._factors[index] = factorize(self.column(index), self.text)
+        return found
 
     def column(self, index: int) -> np.ndarray:
         if index < len(self.cells):
@@ -125,25 +133,69 @@ def _factorize_typed(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     return out, uniques
 
 
-def per_value(values: np.ndarray, text: bool, fn: Callable[[Any], Any]) -> np.ndarray:
-    """fn of each cell, called once per distinct value (an object array)."""
-    codes, uniques = factorize(values, text)
+Factors = tuple[np.ndarray, list[Any]]
+
+
+def distinct(
+    values: np.ndarray, text: bool, fn: Callable[[Any], Any], factors: Factors | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, fn of each distinct value): fn called once per distinct value."""
+    codes, uniques = factors or factorize(values, text)
     results = np.empty(len(uniques), dtype=object)
     for j, u in enumerate(uniques):
         results[j] = fn(u)
+    return codes, results
+
+
+def per_value(
+    values: np.ndarray, text: bool, fn: Callable[[Any], Any], factors: Factors | None = None
+) -> np.ndarray:
+    """fn of each cell, called once per distinct value (an object array)."""
+    codes, results = distinct(values, text, fn, factors)
     return results[codes]
 
 
-def blank_mask(values: np.ndarray, text: bool) -> np.ndarray:
+def blank_mask(values: np.ndarray, text: bool, factors: Factors | None = None) -> np.ndarray:
     """Cells that are empty or a placeholder ("N/A", "-"), as `is_blank` says."""
-    if text:
-        return per_value(values, True, is_blank).astype(bool)
+    if text or factors is not None:
+        codes, results = distinct(values, text, is_blank, factors)
+        return results.astype(bool)[codes]
     types = _type_of(values)
     out = np.equal(types, type(None))  # numpy compares element by element
     strings = np.equal(types, str)
     if strings.any():
         out[strings] = per_value(values[strings], True, is_blank).astype(bool)
     return out.astype(bool)
+
+
+def _plain_numbers(uniques: list[Any], decimal: str, out: np.ndarray) -> Iterable[int]:
+    """Text that is a plain number, converted in C: pandas finds the candidates, float() (numpy's
+    cast of each str) gives the value, exactly as parse_number's fast path; then numbers with
+    thousands grouping. Returns the positions still to read one by one."""
+    if not uniques or decimal not in _GROUPED_FAST:
+        return range(len(uniques))
+    texts = np.asarray(uniques, dtype=object)
+    todo = np.ones(len(texts), dtype=bool)
+    if decimal == ".":
+        found = np.flatnonzero(~np.isnan(pd.to_numeric(texts, errors="coerce")))
+        try:
+            exact = texts[found].astype(np.float64)  # float(str) for each: parse_number's own
+        except (ValueError, TypeError):
+            exact = None
+        if exact is not None:
+            fine = np.abs(exact) <= MAX_MAGNITUDE
+            out[found[fine]] = exact[fine]
+            todo[found[fine]] = False
+    grouped, (a, b), (c, d) = _GROUPED_FAST[decimal], *_SWAP[decimal]
+    rest = np.flatnonzero(todo)
+    matched = [j for j in rest if grouped.fullmatch(texts[j])]
+    if matched:
+        numbers = np.array([float(texts[j].replace(a, b).replace(c, d)) for j in matched])
+        fine = np.abs(numbers) <= MAX_MAGNITUDE
+        picked = np.asarray(matched)[fine]
+        out[picked] = numbers[fine]
+        todo[picked] = False
+    return np.flatnonzero(todo)
 
 
 # Numbers typed with regular thousands grouping (or a plain decimal comma), and how to make them
@@ -166,17 +218,19 @@ class Fault:
 
 
 def parse_numbers(
-    values: np.ndarray, text: bool, decimal: str, name: str
+    values: np.ndarray, text: bool, decimal: str, name: str, factors: Factors | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(numbers, blank, faults) for a column: NaN where blank or bad; `faults` holds a Fault
     where the cell is not a number. The same results as `parse_number`, cell by cell."""
-    codes, uniques = factorize(values, text)
+    codes, uniques = factors or factorize(values, text)
     n = len(uniques)
     out = np.full(n, _NAN)
     blank = np.zeros(n, dtype=bool)
     faults = np.empty(n, dtype=object)
     grouped = _GROUPED_FAST.get(decimal)
-    for j, u in enumerate(uniques):
+    todo = _plain_numbers(uniques, decimal, out) if text else range(n)
+    for j in todo:
+        u = uniques[j]
         if type(u) is float:  # a workbook's number: parse_number checks it is finite and in range
             if abs(u) <= MAX_MAGNITUDE:
                 out[j] = u

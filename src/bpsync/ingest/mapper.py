@@ -21,9 +21,11 @@ from bpsync.ingest.frame import (
     CHUNK_ROWS,
     Chunk,
     ChunkResult,
+    Factors,
     Fault,
     Items,
     blank_mask,
+    distinct,
     parse_numbers,
     per_value,
     table_chunks,
@@ -96,6 +98,14 @@ class _Reader:
             return np.full(len(self.chunk), None, dtype=object)
         return self.chunk.column(h.index)
 
+    def fac(self, h: Header | None) -> Factors | None:
+        """The column's distinct values, shared by every check of this chunk."""
+        return self.chunk.factors(h.index) if h is not None else None
+
+    def each(self, h: Header | None, fn: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, fn of each distinct value) of the column under `h`."""
+        return distinct(self.col(h), self.text, fn, self.fac(h))
+
     def dates(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(day ordinals, faults) of a date field."""
         label = name.replace("_", " ")
@@ -109,7 +119,7 @@ class _Reader:
             except DateError as exc:
                 return Fault("bad_date", f"{label} is not a date: {exc}")
 
-        return _split(per_value(self.col(self.f[name]), self.text, one))
+        return _split(*self.each(self.f[name], one))
 
     def months(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         epoch, order = self.table.date_epoch, self.order
@@ -123,13 +133,13 @@ class _Reader:
                 return Fault("bad_date", f"month is not a month: {exc}")
             return (first.toordinal(), last.toordinal())
 
-        res = per_value(self.col(self.f["month"]), self.text, one)
-        bad = np.fromiter((type(r) is Fault for r in res), dtype=bool, count=len(res))
+        codes, res = self.each(self.f["month"], one)
+        bad = _faulty(res)
         starts = np.zeros(len(res), dtype=np.int64)
         ends = np.zeros(len(res), dtype=np.int64)
         for i in np.flatnonzero(~bad):
             starts[i], ends[i] = res[i]
-        return starts, ends, np.where(bad, res, None)
+        return starts[codes], ends[codes], np.where(bad, res, None)[codes]
 
     def days(self) -> tuple[np.ndarray, np.ndarray]:
         decimal = self.decimal
@@ -143,14 +153,18 @@ class _Reader:
                 return Fault("bad_days", "the number of days must be a whole number from 1")
             return int(number)
 
-        return _split(per_value(self.col(self.f["days"]), self.text, one))
+        return _split(*self.each(self.f["days"], one))
 
 
-def _split(results: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Object results (int or Fault) into an int array and the faults (None where fine)."""
-    bad = np.fromiter((type(r) is Fault for r in results), dtype=bool, count=len(results))
+def _faulty(results: np.ndarray) -> np.ndarray:
+    return np.fromiter((type(r) is Fault for r in results), dtype=bool, count=len(results))
+
+
+def _split(codes: np.ndarray, results: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values' results (int or Fault) into each row's int and fault (None where fine)."""
+    bad = _faulty(results)
     values = np.where(bad, 0, results).astype(np.int64)
-    return values, np.where(bad, results, None)
+    return values[codes], np.where(bad, results, None)[codes]
 
 
 # ---- one chunk: map ------------------------------------------------------------------------------
@@ -228,7 +242,9 @@ class _Chunk:
         chunk = self.chunk
         maybe = np.zeros(self.n, dtype=bool)
         for j in range(min(3, len(chunk.cells))):
-            maybe |= per_value(chunk.cells[j], self.text, lambda v: is_total_row((v,))).astype(bool)
+            maybe |= per_value(
+                chunk.cells[j], self.text, lambda v: is_total_row((v,)), chunk.factors(j)
+            ).astype(bool)
         for pos in np.flatnonzero(maybe):
             if is_total_row([chunk.column(j)[pos] for j in range(3)]):
                 self.problem(
@@ -239,7 +255,7 @@ class _Chunk:
             return
         first = np.full(self.n, -1, dtype=np.int64)
         for k, h in enumerate(self.c.skip_if_filled):
-            filled = ~blank_mask(self.r.col(h), self.text)
+            filled = ~blank_mask(self.r.col(h), self.text, self.r.fac(h))
             first = np.where((first < 0) & filled & self.active, k, first)
         for pos in np.flatnonzero(first >= 0):
             h = self.c.skip_if_filled[first[pos]]
@@ -265,16 +281,20 @@ class _Chunk:
         if self.t.meter.by == "building_name":
             b_h, n_h = self.c.building, self.c.meter_name
             b_col, n_col = self.r.col(b_h), self.r.col(n_h)
-            errors.fixed(
-                blank_mask(b_col, text), b_h, "missing_meter", "the building name is empty"
-            )
-            errors.fixed(blank_mask(n_col, text), n_h, "missing_meter", "the meter name is empty")
+            b_blank = blank_mask(b_col, text, self.r.fac(b_h))
+            errors.fixed(b_blank, b_h, "missing_meter", "the building name is empty")
+            n_blank = blank_mask(n_col, text, self.r.fac(n_h))
+            errors.fixed(n_blank, n_h, "missing_meter", "the meter name is empty")
             strip = lambda v: cell_text(v).strip()  # noqa: E731
-            return per_value(n_col, text, strip), per_value(b_col, text, strip)
+            return (
+                per_value(n_col, text, strip, self.r.fac(n_h)),
+                per_value(b_col, text, strip, self.r.fac(b_h)),
+            )
         h = self.c.meter
         col = self.r.col(h)
-        errors.fixed(blank_mask(col, text), h, "missing_meter", "the meter is empty")
-        return per_value(col, text, lambda v: cell_text(v).strip()), np.full(n, None, dtype=object)
+        errors.fixed(blank_mask(col, text, self.r.fac(h)), h, "missing_meter", "the meter is empty")
+        keys = per_value(col, text, lambda v: cell_text(v).strip(), self.r.fac(h))
+        return keys, np.full(n, None, dtype=object)
 
     def meter_types(self, errors: _Errors) -> np.ndarray:
         h = self.f.get("meter_type")
@@ -294,10 +314,10 @@ class _Chunk:
                 )
             return known
 
-        res = per_value(col, self.text, one)
-        faults = np.where([type(x) is Fault for x in res], res, None) if len(res) else res
-        errors.faults(faults, h, col)
-        return np.where(faults.astype(bool), None, res) if len(res) else res
+        codes, res = self.r.each(h, one)
+        bad = _faulty(res)
+        errors.faults(np.where(bad, res, None)[codes], h, col)
+        return np.where(bad, None, res)[codes]
 
     def period(self, errors: _Errors, next_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         f, r = self.f, self.r
@@ -355,16 +375,18 @@ class _Chunk:
                 return Fault("unknown_unit", "the unit is not one bpsync knows")
             return unit.name
 
-        res = per_value(self.r.col(self.f["unit"]), self.text, one)
-        bad = np.fromiter((type(x) is Fault for x in res), dtype=bool, count=len(res))
-        return np.where(bad, None, res), np.where(bad, res, None)
+        codes, res = self.r.each(self.f["unit"], one)
+        bad = _faulty(res)
+        return np.where(bad, None, res)[codes], np.where(bad, res, None)[codes]
 
     def extras(self, errors: _Errors) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(cost, currency, demand, estimated) per row, in the per-row engine's order."""
         f, r, n, text = self.f, self.r, self.n, self.text
         cost = np.full(n, _NAN)
         if "cost" in f:
-            cost, _, bad = parse_numbers(r.col(f["cost"]), text, self.plan.decimal, "cost")
+            cost, _, bad = parse_numbers(
+                r.col(f["cost"]), text, self.plan.decimal, "cost", r.fac(f["cost"])
+            )
             errors.faults(bad, f["cost"], r.col(f["cost"]))
         default = self.t.fixed_currency
         if "cost" in f and f["cost"].currency:
@@ -375,11 +397,14 @@ class _Chunk:
                 r.col(f["currency"]),
                 text,
                 lambda v: None if is_blank(v) else str(v).strip().upper(),
+                r.fac(f["currency"]),
             )
             currency = np.where(stated.astype(bool), stated, currency)
         demand = np.full(n, _NAN)
         if "demand" in f:
-            demand, _, bad = parse_numbers(r.col(f["demand"]), text, self.plan.decimal, "demand")
+            demand, _, bad = parse_numbers(
+                r.col(f["demand"]), text, self.plan.decimal, "demand", r.fac(f["demand"])
+            )
             errors.faults(bad, f["demand"], r.col(f["demand"]))
         estimated = np.zeros(n, dtype=bool)
         if "estimated" in f:
@@ -393,10 +418,10 @@ class _Chunk:
                     return Fault("bad_estimated", "the estimated flag is not yes/no")
                 return flag
 
-            res = per_value(r.col(f["estimated"]), text, one)
-            bad = np.where([type(x) is Fault for x in res], res, None) if n else res
-            errors.faults(bad, f["estimated"], r.col(f["estimated"]))
-            estimated = np.array([x is True for x in res], dtype=bool)
+            codes, res = r.each(f["estimated"], one)
+            bad = _faulty(res)
+            errors.faults(np.where(bad, res, None)[codes], f["estimated"], r.col(f["estimated"]))
+            estimated = np.array([x is True for x in res], dtype=bool)[codes]
         return cost, currency, demand, estimated
 
     # -- layouts
@@ -467,7 +492,7 @@ class _Chunk:
         start, end = self.period(errors, self.next_start(meter, building))
         h = f["consumption"]
         consumption, blank, bad = parse_numbers(
-            r.col(h), self.text, self.plan.decimal, "consumption"
+            r.col(h), self.text, self.plan.decimal, "consumption", r.fac(h)
         )
         errors.faults(bad, h, r.col(h))
         errors.fixed(blank, h, "missing_consumption", "consumption is empty")
@@ -505,8 +530,10 @@ class _Chunk:
         parts = []
         for k, (h, _, _) in enumerate(self.c.values):
             col = self.r.col(h)
-            ok = self.active & ~blank_mask(col, self.text)
-            number, _, bad = parse_numbers(col, self.text, self.plan.decimal, "consumption")
+            ok = self.active & ~blank_mask(col, self.text, self.r.fac(h))
+            number, _, bad = parse_numbers(
+                col, self.text, self.plan.decimal, "consumption", self.r.fac(h)
+            )
             unit, unit_bad = self.units(h)
             for pos in np.flatnonzero(ok & bad.astype(bool)):
                 self.problem(

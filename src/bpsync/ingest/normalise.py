@@ -169,7 +169,12 @@ class Normaliser:
             dtype=object,
         )
         ok = np.ones(n, dtype=bool)
-        position = {int(r): i for i, r in enumerate(chunk.numbers)}
+        positions: dict[int, int] = {}
+
+        def position(row: int) -> int:
+            if not positions:  # only when a problem needs its row's cells
+                positions.update((int(r), i) for i, r in enumerate(chunk.numbers))
+            return positions[row]
 
         def fail(i: int, code: str, reason: str, value: str | None) -> None:
             ok[i] = False
@@ -189,7 +194,7 @@ class Normaliser:
                         where,
                         value=value,
                         meter=items.meter[i],
-                        row_values=chunk.row_values(position[row], width),
+                        row_values=chunk.row_values(position(row), width),
                     ),
                 )
             )

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.frame import CHUNK_ROWS, Items, per_value, table_chunks
+from bpsync.ingest.frame import CHUNK_ROWS, per_value, table_chunks
 from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog, Normaliser
@@ -326,59 +326,94 @@ def collect_table(
     for p in table.problems:
         if p.where.row is not None and p.where.row != last_row:
             rows_read, last_row = rows_read + 1, p.where.row
-    parts: list[Items] = []
-    part_keys: list[np.ndarray] = []
-    part_ids: list[np.ndarray] = []
+    # Each chunk's readings are kept as compact columns only (meter and currency as codes), so
+    # the chunk's text is freed as soon as it is mapped: memory grows by ~60 bytes a reading.
+    groups = _Codes()
+    currencies = _Codes()
+    meters: list[tuple[str, str | None, str | None]] = []  # per group: key, meter id, unit
+    parts: list[dict[str, np.ndarray]] = []
     for chunk, result in map_chunks(table, plan, size):
         found = result.problems
         items, keys, ids = normaliser.run(result.items, chunk, width, found)
-        rows = np.unique(
+        rows = np.sort(
             np.concatenate([items.row, np.array([r for r, _, _ in found], dtype=np.int64)])
         )
         if len(rows):
-            rows_read += len(rows) - (1 if rows[0] == last_row else 0)
+            distinct = 1 + int(np.count_nonzero(rows[1:] != rows[:-1]))
+            rows_read += distinct - (1 if rows[0] == last_row else 0)
             last_row = int(rows[-1])
         found.sort(key=lambda x: (x[0], x[1]))
         problems.extend(p for _, _, p in found)
-        # Items in file order: row, then value column.
-        order = np.lexsort((items.order, items.row))
-        parts.append(items.take(order))
-        part_keys.append(keys[order])
-        part_ids.append(ids[order])
-    if not parts:
+        order = np.lexsort((items.order, items.row))  # file order: row, then value column
+        items, keys, ids = items.take(order), keys[order], ids[order]
+        named = np.where(np.equal(ids, None), keys, ids)
+        group, first = groups.codes(named)
+        for pos in first:  # a meter seen for the first time
+            meters.append((keys[pos], ids[pos], items.unit[pos]))
+        parts.append(
+            {
+                "group": group,
+                "rows": items.row.astype(np.int64),
+                "starts": items.start.astype(np.int64),
+                "ends": items.end.astype(np.int64),
+                "consumption": items.consumption.astype(np.float64),
+                "cost": items.cost.astype(np.float64),
+                "demand": items.demand.astype(np.float64),
+                "currency": currencies.codes(items.currency, none=-1)[0].astype(np.int16),
+                "estimated": items.estimated.astype(np.int8),
+                "cols": items.column.astype(np.int64),
+            }
+        )
+        del items, keys, ids, named, result, chunk
+    if not parts or not meters:
         return Collected(file=table.file, sheet=table.sheet, problems=problems, rows_read=rows_read)
-    items = Items.concat(parts)
-    keys = np.concatenate(part_keys)
-    ids = np.concatenate(part_ids)
-    group = np.array([k if i is None else i for k, i in zip(keys, ids, strict=True)], dtype=object)
-    codes, groups = pd.factorize(group)
-    # Currencies are numbered in order of first appearance, None is -1.
-    currency_codes, currency_names = pd.factorize(items.currency)
-    by_meter = np.argsort(codes, kind="stable")
+    group = np.concatenate([p.pop("group") for p in parts])
+    by_meter = np.argsort(group, kind="stable")
     columns = {
-        "rows": items.row[by_meter].astype(np.int64),
-        "starts": items.start[by_meter].astype(np.int64),
-        "ends": items.end[by_meter].astype(np.int64),
-        "consumption": items.consumption[by_meter].astype(np.float64),
-        "cost": items.cost[by_meter].astype(np.float64),
-        "demand": items.demand[by_meter].astype(np.float64),
-        "currency": currency_codes[by_meter].astype(np.int16),
-        "estimated": items.estimated[by_meter].astype(np.int8),
-        "cols": items.column[by_meter].astype(np.int64),
+        name: np.concatenate([p.pop(name) for p in parts])[by_meter] for name in list(parts[0])
     }
+    parts.clear()
     collected = Collected(
         file=table.file,
         sheet=table.sheet,
         problems=problems,
         rows_read=rows_read,
-        currencies=[str(c) for c in currency_names],
+        currencies=[str(c) for c in currencies.values],
         columns=columns,
     )
-    bounds = np.searchsorted(codes[by_meter], np.arange(len(groups) + 1))
-    for k, name in enumerate(groups):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        first = by_meter[lo]
-        collected.meters[name] = _MeterSet(
-            keys[first], ids[first], items.unit[first], columns, lo, hi
+    bounds = np.searchsorted(group[by_meter], np.arange(len(meters) + 1))
+    for k, (key, meter_id, unit) in enumerate(meters):
+        collected.meters[meter_id or key] = _MeterSet(
+            key, meter_id, unit, columns, int(bounds[k]), int(bounds[k + 1])
         )
     return collected
+
+
+class _Codes:
+    """Numbers for values in order of first appearance, across chunks (meters, currencies)."""
+
+    def __init__(self) -> None:
+        self.index: dict[object, int] = {}
+        self.values: list[object] = []
+
+    def codes(self, values: np.ndarray, none: int | None = None) -> tuple[np.ndarray, list[int]]:
+        """(each value's code, the positions where a value was seen for the first time); with
+        `none`, None gets that code and is never numbered."""
+        local, distinct = pd.factorize(values, use_na_sentinel=none is not None)
+        mapped = np.empty(len(distinct), dtype=np.int64)
+        first_seen: list[int] = []
+        for j, value in enumerate(distinct):
+            code = self.index.get(value)
+            if code is None:
+                code = self.index[value] = len(self.values)
+                self.values.append(value)
+                first_seen.append(j)
+            mapped[j] = code
+        known = local >= 0
+        codes = np.full(len(local), -1 if none is None else none, dtype=np.int64)
+        codes[known] = mapped[local[known]]
+        first_at = np.empty(len(distinct), dtype=np.int64)
+        where = np.flatnonzero(known)[::-1]
+        first_at[local[where]] = where  # written last to first: each value's first position
+        positions = [int(first_at[j]) for j in first_seen]
+        return codes, positions

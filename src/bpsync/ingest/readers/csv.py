@@ -186,6 +186,12 @@ def read_csv(
     )
 
 
+def _isspace(values: Any) -> Any:
+    import numpy as np
+
+    return np.frompyfunc(str.isspace, 1, 1)(values)
+
+
 def pd_errors() -> Any:
     import pandas as pd
 
@@ -226,10 +232,21 @@ def _pandas_chunks(
             cells = [df[j].to_numpy(dtype=object) for j in range(width)]
             numbers = np.arange(first, first + len(df), dtype=np.int64)
             first += len(df)
+            # A row is blank when every cell is empty or spaces; most rows are decided by their
+            # first non-empty cell, so only the undecided rows are looked at column by column.
             filled = np.zeros(len(df), dtype=bool)
+            undecided = np.arange(len(df))
             for col in cells:
-                codes, uniques = pd.factorize(col, use_na_sentinel=False)
-                filled |= np.array([bool(u.strip()) for u in uniques], dtype=bool)[codes]
+                if not len(undecided):
+                    break
+                values = col[undecided]
+                present = values != ""
+                spaces = np.zeros(len(values), dtype=bool)
+                if present.any():
+                    spaces[present] = _isspace(values[present]).astype(bool)
+                text = present & ~spaces
+                filled[undecided[text]] = True
+                undecided = undecided[~text]
             if not filled.all():
                 keep = np.flatnonzero(filled)
                 numbers = numbers[keep]
