@@ -337,10 +337,11 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
                 parts, space = [], MAX_UPLOAD
     if parts:
         uploads.append(Upload(tuple(parts)))
+    in_lane = set(lane)  # once: a set per meter made this quadratic
     meters = [
         MeterPlan(m, groups[m], tuple(Call(m, "single", i, 1) for i in range(groups[m])))
         for m in groups
-        if groups[m] > 0 and m not in set(lane)
+        if groups[m] > 0 and m not in in_lane
     ]
     sizes = [u.size for u in uploads]
     chain = sum(limits.batch_latency(s) for s in sizes)
