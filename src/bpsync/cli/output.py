@@ -112,6 +112,13 @@ ProfileOpt = Annotated[
     str | None, typer.Option("--profile", "-p", help="Profile to use (env: BPSYNC_PROFILE)")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts")]
+NoUploadOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-upload",
+        help="Send batches and single calls only, never the CSV upload (bulk) endpoint",
+    ),
+]
 PageOpt = Annotated[int, typer.Option("--page", min=1, help="Page number")]
 PerPageOpt = Annotated[int, typer.Option("--per-page", min=1, max=200, help="Items per page")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Fetch every page")]

@@ -133,13 +133,7 @@ def import_command(
             "exports with no meter column",
         ),
     ] = None,
-    no_upload: Annotated[
-        bool,
-        typer.Option(
-            "--no-upload",
-            help="Send batches and single calls only, never the CSV upload (bulk) endpoint",
-        ),
-    ] = False,
+    no_upload: cli.NoUploadOpt = False,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.

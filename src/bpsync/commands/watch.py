@@ -138,13 +138,7 @@ def watch_command(
         float,
         typer.Option(min=0.0, max=0.9, help="Share of each rate limit left for other traffic"),
     ] = DEFAULT_HEADROOM,
-    no_upload: Annotated[
-        bool,
-        typer.Option(
-            "--no-upload",
-            help="Send batches and single calls only, never the CSV upload (bulk) endpoint",
-        ),
-    ] = False,
+    no_upload: cli.NoUploadOpt = False,
 ) -> None:
     """Watch FOLDER and import every bill file dropped into it, unattended.
 

@@ -37,6 +37,17 @@ from bpsync.ingest.meters import fetch_readings
 from bpsync.ingest.plan import MAX_BATCH, Call, MeterPlan, Plan
 from bpsync.ingest.validate import StoredReading
 
+# Failures after which the request was certainly not applied (refused before doing anything, or
+# it never arrived): its rows go back to pending and the import stops.
+NOT_APPLIED = (
+    E.APIConnectionError,
+    E.RateLimitError,
+    E.AuthenticationError,
+    E.PermissionDeniedError,
+    E.CredentialsError,
+    E.OAuthError,
+    E.ServerError,
+)
 # The journal's meter and building of an upload, whose rows name their own.
 UPLOAD_METER = "*"
 # An unknown outcome is reconciled and the rest re-sent at most this many times.
@@ -367,17 +378,7 @@ class Submitter:
                 self._has_upload = False
                 return await self._as_batches(rows)
             except E.AmbiguousWriteError:
-                self.stats.reconciled += 1
-                try:
-                    found = await _found_stored(self.client, rows)
-                except E.BPSyncError as exc:
-                    raise SubmitStopped(f"could not check an unanswered request: {exc}") from exc
-                outcomes = [
-                    Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
-                    for seq, rid in found.items()
-                ]
-                self._finish(request_id, outcomes, "reconciled")
-                rows = [r for r in rows if not found[r.seq]]
+                rows = await self._reconcile(request_id, rows)
                 if not rows:
                     return None
                 continue
@@ -385,15 +386,7 @@ class Submitter:
                 outcomes = [Outcome(r.seq, "rejected", None, exc.code, exc.message) for r in rows]
                 self._finish(request_id, outcomes)
                 return None
-            except (
-                E.APIConnectionError,
-                E.RateLimitError,
-                E.AuthenticationError,
-                E.PermissionDeniedError,
-                E.CredentialsError,
-                E.OAuthError,
-                E.ServerError,
-            ) as exc:
+            except NOT_APPLIED as exc:
                 self._finish(request_id, [Outcome(r.seq, "pending") for r in rows], "failed")
                 raise SubmitStopped(_why_stopped(exc), exc) from exc
             self._finish(request_id, await self._upload_outcomes(rows, result))
@@ -485,38 +478,33 @@ class Submitter:
                     else self._send_single(building, meter, rows[0])
                 )
             except E.AmbiguousWriteError:
-                self.stats.reconciled += 1
-                try:
-                    stored = await _stored_over(self.client, building, meter, rows)
-                except E.BPSyncError as exc:
-                    # Leave the request in flight: the next run reconciles it.
-                    raise SubmitStopped(f"could not check an unanswered request: {exc}") from exc
-                found = match_stored(rows, stored)
-                outcomes = [
-                    Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
-                    for seq, rid in found.items()
-                ]
-                self._finish(request_id, outcomes, "reconciled")
-                rows = [r for r in rows if not found[r.seq]]
+                rows = await self._reconcile(request_id, rows)
                 if not rows:
                     return
                 continue
-            except (
-                E.APIConnectionError,
-                E.RateLimitError,
-                E.AuthenticationError,
-                E.PermissionDeniedError,
-                E.CredentialsError,
-                E.OAuthError,
-                E.ServerError,
-            ) as exc:
-                # Certainly not applied (refused before doing anything, or never arrived).
+            except NOT_APPLIED as exc:
                 self._finish(request_id, [Outcome(r.seq, "pending") for r in rows], "failed")
                 raise SubmitStopped(_why_stopped(exc), exc) from exc
             self._finish(request_id, outcomes)
             return
         # Still unknown after several tries: leave the rest pending for the next run.
         raise SubmitStopped("the service kept failing without saying whether readings were stored")
+
+    async def _reconcile(self, request_id: int, rows: list[JournalRow]) -> list[JournalRow]:
+        """An unknown outcome: look for the rows on the service (meter by meter); the ones
+        found are accepted with their ids, the rest are returned to be sent again."""
+        self.stats.reconciled += 1
+        try:
+            found = await _found_stored(self.client, rows)
+        except E.BPSyncError as exc:
+            # Leave the request in flight: the next run reconciles it.
+            raise SubmitStopped(f"could not check an unanswered request: {exc}") from exc
+        outcomes = [
+            Outcome(seq, "accepted", rid, "reconciled") if rid else Outcome(seq, "pending")
+            for seq, rid in found.items()
+        ]
+        self._finish(request_id, outcomes, "reconciled")
+        return [r for r in rows if not found[r.seq]]
 
     def _finish(self, request_id: int, outcomes: list[Outcome], status: str = "answered") -> None:
         self.journal.finish_request(self.import_id, request_id, outcomes, status)
