@@ -12,8 +12,8 @@ single calls. A share of every bucket (`headroom`) is left for other traffic of 
 With the upload (the default), the largest meters go into uploads, sent one after another (each
 meter's readings stay in start order across them) on bulk tokens, while the smallest go as single
 calls at the same time on the principal's tokens; the split is the one with the smallest estimate,
-and is kept when it beats the batch plan, or matches it (within 10 % or half a second) with fewer
-calls.
+and is kept when it beats the batch plan, or matches it (within 10 % or half a second) while
+spending a smaller share of the rate-limit buckets.
 
 Pure: limits come in as plain data (`limits_from_state` reads the client's learned buckets, else the
 spec's defaults), nothing here sends or sleeps."""
@@ -87,6 +87,11 @@ class Limits:
 
     def batch_latency(self, size: int) -> float:
         return self.batch_seconds + self.batch_seconds_per_reading * size
+
+    def upload_latency(self, size: int, meters: int) -> float:
+        """An upload costs the service a batch's work per meter it holds (checks, events and the
+        benchmark recalculation are per meter), plus the per-reading cost."""
+        return self.batch_seconds * max(1, meters) + self.batch_seconds_per_reading * size
 
 
 def default_limits(
@@ -295,12 +300,22 @@ def make_plan(
     mixed = upload_plan(groups, limits, extra_calls=extra_calls)
     plan.alternatives["uploads_and_singles"] = mixed.estimate.seconds
     mixed.alternatives = dict(plan.alternatives)
-    # Faster wins; about as fast (within 10 % or half a second) with fewer calls wins too: the
-    # tokens it does not spend are left to the watcher, the app and the next import.
+    # Faster wins; about as fast (within 10 % or half a second) while spending a smaller share
+    # of the buckets wins too: what it does not spend is left to the watcher, the app and the
+    # next import (a bulk token is a tenth of a minute's bulk budget, a call a thousandth).
     slack = max(0.5, 0.1 * plan.estimate.seconds)
     faster = mixed.estimate.seconds < plan.estimate.seconds
-    leaner = mixed.estimate.seconds <= plan.estimate.seconds + slack and mixed.calls < plan.calls
+    leaner = mixed.estimate.seconds <= plan.estimate.seconds + slack and _share(mixed) < _share(
+        plan
+    )
     return mixed if faster or leaner else plan
+
+
+def _share(plan: Plan) -> float:
+    """The share of the buckets a plan spends: bulk calls over the bulk limit, plus every call
+    over the principal's limit."""
+    bulk = plan.batches + len(plan.uploads)
+    return bulk / plan.limits.bulk.limit + plan.calls / plan.limits.principal.limit
 
 
 def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 0) -> Plan:
@@ -314,7 +329,7 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
         if k:
             in_uploads += groups[order[k - 1]]
         sizes = [size for _, size in chunks(in_uploads, MAX_UPLOAD)]
-        chain = sum(limits.batch_latency(s) for s in sizes)
+        chain = limits.upload_latency(in_uploads, k + len(sizes) - 1) if k else 0.0
         est = _estimate(
             limits, total - in_uploads, len(sizes), chain, max(sizes, default=0), extra_calls, chain
         )
@@ -344,7 +359,7 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
         if groups[m] > 0 and m not in in_lane
     ]
     sizes = [u.size for u in uploads]
-    chain = sum(limits.batch_latency(s) for s in sizes)
+    chain = sum(limits.upload_latency(u.size, len(u.parts)) for u in uploads)
     singles = sum(mp.count for mp in meters)
     final = _estimate(limits, singles, len(sizes), chain, max(sizes, default=0), extra_calls, chain)
     return Plan(meters, limits, final, extra_calls, {}, uploads)
