@@ -43,6 +43,7 @@ def test_error_cells_keep_their_text(tmp_path: Path) -> None:
     path = tmp_path / "errors.xlsx"
     wb.save(path)
     assert b't="e"' in zipfile.ZipFile(path).read("xl/worksheets/sheet1.xml")
+    assert not any("read as empty cells" in n for n in read_xlsx(path).notes)
     readings, problems = _stored(path)
     # #N/A reads as "not available", as PM exports write it: the reading goes without a cost.
     assert readings == [
@@ -111,6 +112,8 @@ def test_legacy_xls(tmp_path: Path) -> None:
     readings, problems = _stored(tmp_path / "old.bin")
     assert problems == []
     assert readings == [(2, dt.date(2024, 1, 1), dt.date(2024, 1, 31), 1234.5)]
+    # The legacy format's error cells cannot be told from empty ones: the dry run says so.
+    assert any("read as empty cells" in n for n in read_xlsx(tmp_path / "old.bin").notes)
     assert xlsx_reader.list_sheets(tmp_path / "old.bin") == [
         ("Bills", "visible"),
         ("Lists", "hidden"),

@@ -76,6 +76,9 @@ class Book:
             self._open_openpyxl()
             self.fallback = f"read with openpyxl (calamine could not open it: {exc})"
         self.epoch = self._epoch()
+        # Error cells keep their text with openpyxl, or with calamine for an .xlsx (the sheet XML
+        # is scanned for them); .xls, .xlsb and .ods give them as empty cells (F12).
+        self.keeps_errors = self._openpyxl is not None or _is_xlsx(path)
 
     def _open_openpyxl(self) -> None:
         import openpyxl
@@ -114,11 +117,14 @@ class Book:
             source = self._raw_rows(title)
             yield from _trimmed(source, RowCap(self.name, title))
         except _DAMAGE as exc:
-            raise IngestError(
-                f"sheet {title!r} could not be read: the workbook is damaged ({exc})",
-                where=Where(self.name, sheet=title),
-                code="damaged_file",
-            ) from None
+            raise self._damaged(title, exc) from None
+
+    def _damaged(self, title: str, exc: BaseException) -> IngestError:
+        return IngestError(
+            f"sheet {title!r} could not be read: the workbook is damaged ({exc})",
+            where=Where(self.name, sheet=title),
+            code="damaged_file",
+        )
 
     def _raw_rows(self, title: str) -> Iterator[tuple[int, tuple[object, ...]]]:
         if self._openpyxl is not None:
@@ -210,11 +216,7 @@ class Book:
                 if len(stop):
                     return
         except _DAMAGE as exc:
-            raise IngestError(
-                f"sheet {title!r} could not be read: the workbook is damaged ({exc})",
-                where=Where(self.name, sheet=title),
-                code="damaged_file",
-            ) from None
+            raise self._damaged(title, exc) from None
 
     def _sheet(self, title: str) -> Any:
         with self._lock:
@@ -231,6 +233,14 @@ class Book:
             if title not in self._errors:
                 self._errors[title] = _scan_error_cells(self.path, title)
             return self._errors[title]
+
+
+def _is_xlsx(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return "xl/workbook.xml" in z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def _enum_name(value: object) -> str:
@@ -276,7 +286,7 @@ _ERROR_CELLS = (
 def _scan_error_cells(path: Path, title: str) -> dict[int, list[tuple[int, str]]]:
     """row → [(column index, the error's text such as `#DIV/0!`)], for one .xlsx sheet. Reads the sheet's
     XML in chunks and only looks closer when a chunk holds an error cell (most sheets hold none)."""
-    if path.suffix.casefold() not in (".xlsx", ".xlsm"):
+    if not _is_xlsx(path):  # by content: an .xlsx saved under another name too
         return {}
     try:
         with zipfile.ZipFile(path) as z:
@@ -460,6 +470,14 @@ def read_xlsx(
         other_sheets=others,
         notes=[f"read sheet {title!r} (header on row {header_row})"]
         + ([book.fallback] if book.fallback else [])
+        + (
+            [
+                "error cells (#N/A, #DIV/0!) of this kind of workbook read as empty cells: an "
+                "empty consumption is refused, an empty cost or demand is sent without one"
+            ]
+            if not book.keeps_errors
+            else []
+        )
         + (
             [
                 "sheets scored by the columns they name: "
