@@ -81,3 +81,28 @@ def test_readings_of_many_meters_in_one_list(checked: httpx.Client) -> None:
     assert checked.get("/v1/readings").status_code == 422  # the filter is required
     too_many = ",".join(f"mtr_{i}" for i in range(201))
     assert checked.get("/v1/readings", params={"filter[meter_id]": too_many}).status_code == 422
+
+
+def test_readings_of_many_meters_read_exactly_as_each_meters_list(checked: httpx.Client) -> None:
+    """The many-meter list is built from table rows, not ORM objects (C3): every field of every
+    reading, anomaly flags and cost included, is what the per-meter list says; pages take up to
+    1,000 readings."""
+    tree = Tree(checked)
+    base = f"/v1/buildings/{tree.bid}/meters/{tree.mid}/readings"
+    for month, value in enumerate((10.0, 11.0, 12.0, 100.0, 1.0), start=1):
+        body = {
+            "start_date": f"2025-0{month}-01",
+            "end_date": f"2025-0{month}-28",
+            "consumption": value,
+            "cost": value / 4,
+            "cost_currency": "GBP",
+            "demand_kw": 2.5,
+        }
+        ok(checked.post(base, json=body), 201)
+    one = ok(checked.get(base))["data"]
+    assert [r["anomaly_flags"] for r in one] == [[], [], [], ["spike"], ["drop"]]
+    many = ok(checked.get("/v1/readings", params={"filter[meter_id]": tree.mid}))
+    assert many["data"] == one
+    big = {"filter[meter_id]": tree.mid, "per_page": 1000}
+    assert ok(checked.get("/v1/readings", params=big))["meta"]["per_page"] == 1000
+    assert checked.get("/v1/readings", params={**big, "per_page": 1001}).status_code == 422

@@ -14,7 +14,7 @@ import pytest
 
 from bpservice.db.models import User
 from tests.conftest import Service
-from tests.service.conftest import create_property, ok
+from tests.service.conftest import create_building, create_meter, create_property, ok
 from tests.service.test_oauth import (  # noqa: F401  (cheap_scrypt: fast password hashing)
     add_user,
     cheap_scrypt,
@@ -37,10 +37,10 @@ class Org:
     def add(self, email: str, role: str, access: list[str] | None = None) -> str:
         return add_user(self.service, email, role=role, property_access=access)
 
-    def client(self, email: str) -> httpx.Client:
+    def client(self, email: str, scope: str = SCOPES) -> httpx.Client:
         """The user signed in over OAuth (sandbox app), with a users:read/write token."""
         app = register_app(self.service, name=f"App for {email}")
-        grant = grant_code(self.service, app, email, scope=SCOPES)
+        grant = grant_code(self.service, app, email, scope=scope)
         token = exchange(self.service, app, grant).json()["access_token"]
         return self.service.client(token)
 
@@ -132,3 +132,24 @@ def test_a_limited_admin_cannot_widen_themselves(org: Org) -> None:
         r = api.patch(f"/v1/users/{limited}", json={"property_access": [org.p1, org.p2]})
         _refused(r, "forbidden")
     assert org.access(limited) == [org.p1]
+
+
+def test_lists_of_many_meters_keep_to_the_users_properties(org: Org) -> None:
+    """GET /v1/meters and GET /v1/readings (C2, C3) name meters by id: a user limited to one
+    property gets only that property's meters and readings, whatever ids they send."""
+    meters = {}
+    with org.service.client() as api:
+        for prop in (org.p1, org.p2):
+            building = create_building(api, prop)["id"]
+            meter = create_meter(api, building)["id"]
+            body = {"start_date": "2025-01-01", "end_date": "2025-01-31", "consumption": 5.0}
+            ok(api.post(f"/v1/buildings/{building}/meters/{meter}/readings", json=body), 201)
+            meters[prop] = meter
+    both = ",".join(meters.values())
+    org.add("one@example.com", "viewer", [org.p1])
+    with org.client("one@example.com", scope="meters:read") as api:
+        listed = ok(api.get("/v1/meters", params={"filter[id]": both}))["data"]
+        assert [m["id"] for m in listed] == [meters[org.p1]]
+        readings = ok(api.get("/v1/readings", params={"filter[meter_id]": both}))
+        assert [r["meter_id"] for r in readings["data"]] == [meters[org.p1]]
+        assert readings["meta"]["total"] == 1

@@ -129,11 +129,34 @@ def page_params(
 
 Pagination = Annotated[PageParams, Depends(page_params)]
 
+# The readings list of many meters (decisions C3) exists for bulk syncs: readings are small, and
+# a page of 1,000 keeps a 4,000-meter re-import to a few dozen requests.
+MAX_BULK_PER_PAGE = 1000
 
-def paginate(session: Session, query: Select[Any], params: PageParams) -> tuple[list[Any], int]:
-    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    rows = session.scalars(query.limit(params.per_page).offset(params.offset)).all()
-    return list(rows), total
+
+def bulk_page_params(
+    page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
+    per_page: Annotated[
+        int, Query(ge=1, le=MAX_BULK_PER_PAGE, description="Items per page (max 1,000)")
+    ] = DEFAULT_PER_PAGE,
+) -> PageParams:
+    return PageParams(page, per_page)
+
+
+BulkPagination = Annotated[PageParams, Depends(bulk_page_params)]
+
+
+def paginate(
+    session: Session, query: Select[Any], params: PageParams, *, rows: bool = False
+) -> tuple[list[Any], int]:
+    """The page's items and the query's total. `rows`: the query selects table columns (Core),
+    and the items are its rows (attribute access by column name) rather than ORM objects."""
+    count = select(func.count()).select_from(query.order_by(None).subquery())
+    page = query.limit(params.per_page).offset(params.offset)
+    if rows:
+        connection = session.connection()
+        return list(connection.execute(page).all()), connection.execute(count).scalar() or 0
+    return list(session.scalars(page).all()), session.scalar(count) or 0
 
 
 # --- loaders: anything outside the caller's organisation and environment is "not found" -------

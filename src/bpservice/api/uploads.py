@@ -19,17 +19,19 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from pydantic import ValidationError
-from sqlalchemy import select
+from pydantic_core import to_json
+from sqlalchemy import Row, String, cast, select
 from sqlalchemy.orm import Session
 
 from bpservice.api.deps import (
+    BulkPagination,
     Clock,
-    Pagination,
     ReadSession,
     Recalc,
     WriteSession,
@@ -40,7 +42,6 @@ from bpservice.api.meters import FUTURE_GRACE_DAYS, _reading_out, _store
 from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import Data, Page, ReadingCreate, ReadingOut, UploadResult
 from bpservice.api.types import ISODate
-from bpservice.api.views import reading_view
 from bpservice.auth import Principal
 from bpservice.db.models import Building, Meter, Reading
 from bpservice.db.readings import readings_near
@@ -256,7 +257,7 @@ MAX_METER_IDS = 200
 def list_readings_of_meters(
     principal: Read,
     session: ReadSession,
-    pages: Pagination,
+    pages: BulkPagination,
     filter_meter_id: Annotated[
         str,
         Query(
@@ -271,31 +272,68 @@ def list_readings_of_meters(
     end_date: Annotated[
         ISODate | None, Query(description="Readings ending on or before this date")
     ] = None,
-) -> dict:
+) -> Response:
     ids = sorted({i.strip() for i in filter_meter_id.split(",") if i.strip()})
     if not ids or len(ids) > MAX_METER_IDS:
         raise validation_error(
             f"filter[meter_id] takes 1 to {MAX_METER_IDS} comma-separated meter ids",
             "filter[meter_id]",
         )
-    query = (
-        select(Reading)
-        .join(Building, Building.id == Reading.building_id)
-        .where(
-            Reading.meter_id.in_(ids),
-            Reading.org_id == principal.org_id,
-            Reading.environment == principal.environment,
-        )
+    # Table columns, not ORM objects: a page of 1,000 readings is read-only, and SQLAlchemy Core
+    # builds its rows several times faster.
+    reading, building = Reading.__table__.c, Building.__table__.c
+    query = select(
+        *(reading[name] for name in _READING_COLUMNS[:-2]),
+        # As stored text: nearly every reading's flags are "[]", read without a JSON parse.
+        cast(reading.anomaly_flags, String),
+        reading.created_at,
+    ).where(
+        reading.meter_id.in_(ids),
+        reading.org_id == principal.org_id,
+        reading.environment == principal.environment,
     )
-    if principal.property_access is not None:
-        query = query.where(Building.property_id.in_(principal.property_access))
+    if principal.property_access is not None:  # the building says which property
+        query = query.join_from(
+            Reading.__table__, Building.__table__, building.id == reading.building_id
+        ).where(building.property_id.in_(principal.property_access))
     if start_date is not None:
-        query = query.where(Reading.start_date >= start_date)
+        query = query.where(reading.start_date >= start_date)
     if end_date is not None:
-        query = query.where(Reading.end_date <= end_date)
-    order = (Reading.meter_id, Reading.start_date)
-    rows, total = paginate(session, query.order_by(*order), pages)
-    return {"data": [reading_view(r) for r in rows], "meta": pages.meta(total)}
+        query = query.where(reading.end_date <= end_date)
+    order = (reading.meter_id, reading.start_date)
+    rows, total = paginate(session, query.order_by(*order), pages, rows=True)
+    # Built straight from the rows and written by pydantic's serializer (the same JSON for dates,
+    # times and numbers as the response model gives: tests/service/test_meter_index.py), without
+    # validating 1,000 readings the database has just given.
+    page = {
+        "data": [_reading_item(row) for row in rows],
+        "meta": pages.meta(total),
+    }
+    return Response(to_json(page), media_type="application/json")
+
+
+_READING_COLUMNS = (
+    "id",
+    "meter_id",
+    "start_date",
+    "end_date",
+    "consumption",
+    "unit",
+    "cost",
+    "cost_currency",
+    "demand_kw",
+    "source",
+    "anomaly_flags",
+    "created_at",
+)
+
+
+def _reading_item(row: Row[Any]) -> dict[str, Any]:
+    """`reading_view` of a row selecting `_READING_COLUMNS`."""
+    item = dict(zip(_READING_COLUMNS, row, strict=True))
+    flags = item["anomaly_flags"]
+    item["anomaly_flags"] = [] if flags in (None, "[]", "null") else json.loads(flags)
+    return item
 
 
 def _visible_meters(
