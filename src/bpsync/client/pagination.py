@@ -34,9 +34,11 @@ class AsyncPaginator(Generic[T]):
     """`await p` gives the first page (or the page asked for); `async for item in p` walks every
     item from that page on; `p.pages()` yields whole pages."""
 
-    def __init__(self, fetch: FetchPage[T], *, page: int = 1, per_page: int = 50) -> None:
-        if page < 1 or not 1 <= per_page <= 200:
-            raise ValueError("page must be >= 1 and per_page within 1..200")
+    def __init__(
+        self, fetch: FetchPage[T], *, page: int = 1, per_page: int = 50, max_per_page: int = 200
+    ) -> None:
+        if page < 1 or not 1 <= per_page <= max_per_page:
+            raise ValueError(f"page must be >= 1 and per_page within 1..{max_per_page}")
         self._fetch = fetch
         self.page = page
         self.per_page = per_page
