@@ -125,7 +125,10 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
             "warning",
         )
     kept = np.flatnonzero(~duplicate)
-    rejected = duplicate.copy()
+    rejected = duplicate
+    # A million readings make each of these 8 MB: what a phase no longer needs goes now, so the
+    # checks' peak stays near a few columns' worth (docs/performance.md).
+    del cost_s, dem_s, same_period, first_row
 
     # Overlaps between kept readings: with the one reaching furthest so far.
     gk, sk, ek = g[kept], s[kept] + g[kept] * SPAN, e[kept] + g[kept] * SPAN
@@ -147,12 +150,11 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
                 int(r[a]),
             )
         rejected[i] = rejected[j] = True
+    del kept, gk, sk, ek, reach, before, record, last_record, latest, overlapping
 
     # The service refuses periods ending after tomorrow.
     if context.last_allowed is not None:
-        future = np.zeros(n, dtype=bool)
-        future[kept] = True
-        future &= ~rejected & (e > context.last_allowed)
+        future = ~rejected & (e > context.last_allowed)  # duplicates are among the rejected
         for p in np.flatnonzero(future):
             add(
                 (2, int(p), 0),
@@ -164,7 +166,9 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
         rejected |= future
 
     accepted = np.flatnonzero(~rejected)
+    del rejected
     local = order - offsets[g_all[order]]
+    del order, g_all, offsets
     if not len(accepted):
         for _, key, _ in meters:
             result.accepted[key] = array("l")
@@ -174,26 +178,30 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
     local_accepted = local[accepted].astype(_LONG)
     for k, (_, key, _) in enumerate(meters):
         result.accepted[key] = array("l", local_accepted[bounds[k] : bounds[k + 1]].tobytes())
-    _warnings(add, context, accepted, g, r, s, e, c, col_s, bounds)
-    _flags(add, context, result, accepted, g, r, s, e, c, col_s, ids)
+    del local, local_accepted
+    if len(accepted) < n:  # else the sorted columns are the accepted readings' already
+        r, s, e, c, col_s = r[accepted], s[accepted], e[accepted], c[accepted], col_s[accepted]
+    del g, accepted
+    _warnings(add, context, ga, r, s, e, c, col_s, bounds)
+    _flags(add, context, result, ga, r, s, e, c, col_s, ids)
 
 
 def _warnings(
     add: _Add,
     context: Context,
-    accepted: np.ndarray,
-    g: np.ndarray,
-    r: np.ndarray,
-    s: np.ndarray,
-    e: np.ndarray,
-    c: np.ndarray,
+    ga: np.ndarray,
+    ra: np.ndarray,
+    sa: np.ndarray,
+    ea: np.ndarray,
+    ca: np.ndarray,
     cols: np.ndarray,
     bounds: np.ndarray,
 ) -> None:
+    """Negative values, unusual period lengths and gaps among the accepted readings (`ga`…:
+    meter, row, start, end, consumption, value column; sorted by meter and start)."""
     from bpsync.ingest.validate import LONG_PERIOD_DAYS
 
     fmt = dt.date.fromordinal
-    ga, ra, sa, ea, ca = g[accepted], r[accepted], s[accepted], e[accepted], c[accepted]
     days = ea - sa + 1
     # Each meter's usual length: the upper median of its accepted readings (3 or more).
     counts = np.diff(bounds)
@@ -201,14 +209,12 @@ def _warnings(
     middle = bounds[:-1] + counts // 2
     median = np.where(counts >= 3, days[by_length][np.minimum(middle, len(days) - 1)], -1)
     med = median[ga] if len(ga) else np.empty(0, dtype=np.int64)
-    first_of_meter = np.ones(len(accepted), dtype=bool)
+    first_of_meter = np.ones(len(ga), dtype=bool)
     first_of_meter[1:] = ga[1:] != ga[:-1]
     prev_end = np.concatenate([[0], ea[:-1]])
     prev_row = np.concatenate([[0], ra[:-1]])
     value_col = np.where(
-        cols[accepted] >= 0,
-        cols[accepted],
-        -1 if context.consumption_column is None else context.consumption_column,
+        cols >= 0, cols, -1 if context.consumption_column is None else context.consumption_column
     )
     negative = ca < 0
     long = days > LONG_PERIOD_DAYS
@@ -294,19 +300,18 @@ def _flags(
     add: _Add,
     context: Context,
     result: Any,
-    accepted: np.ndarray,
-    g: np.ndarray,
-    r: np.ndarray,
-    s: np.ndarray,
-    e: np.ndarray,
-    c: np.ndarray,
+    ga: np.ndarray,
+    ra: np.ndarray,
+    sa: np.ndarray,
+    ea: np.ndarray,
+    ca: np.ndarray,
     cols: np.ndarray,
     ids: list[str],
 ) -> None:
+    """The spike/drop/negative flags the service will set on the accepted readings."""
     from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
 
-    ga, ra, ca = g[accepted], r[accepted], c[accepted]
-    average = window_averages(ga, s[accepted], e[accepted], ca)
+    average = window_averages(ga, sa, ea, ca)
     has = ~np.isnan(average) & (average > 0)
     negative = ca < 0
     spike = ~negative & has & (ca >= SPIKE_FACTOR * np.where(has, average, 0))
@@ -317,7 +322,7 @@ def _flags(
         if negative[q]:
             continue  # a warning of its own already (see _warnings)
         what = "3 times or more" if flag == "spike" else "under a quarter of"
-        col = cols[accepted][q]
+        col = cols[q]
         column = int(col) if col >= 0 else context.consumption_column
         add(
             (4, int(q), 0),
