@@ -220,4 +220,10 @@ async def test_stored_readings_are_fetched_only_for_meters_that_can_hold_some(
     rows = clash.read_text().splitlines()
     clash.write_text("\n".join([rows[0], rows[1].replace(",1000,", ",999,")]) + "\n")
     checked = await import_file(client, PROFILE, clash, ImportOptions(dry_run=True))
-    assert checked.rejected == 1
+    assert checked.rejected == 1 and checked.requests == lookups + 1
+    # The list call above is the prefetch (the 400 days before each meter's latest reading,
+    # fetched while the file is read). A file reaching further back costs its meter a list of
+    # its own, and the older stored readings still clash (Jan and Feb 2022, other values).
+    old = monthly_csv(tmp_path / "old.csv", {kwh[0]: 4}, first=dt.date(2021, 11, 1))
+    back = await import_file(client, PROFILE, old, ImportOptions(dry_run=True))
+    assert back.requests == lookups + 2 and back.rejected == 2

@@ -13,12 +13,14 @@ Order of work (dlt's rule: finish pending work before starting new work):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -27,12 +29,14 @@ from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import ImportRecord, Journal, NewRow
 from bpsync.ingest.meters import (
     Portfolio,
+    Recent,
     create_meters,
     fetch_existing,
     fetch_named,
     fetch_portfolio,
     load_meter_map,
     plan_meter_creation,
+    prefetch_recent,
 )
 from bpsync.ingest.pipeline import check, choose_template, named_meters, prepare
 from bpsync.ingest.plan import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
@@ -49,7 +53,6 @@ from bpsync.ingest.submit import (
     SubmitStopped,
     Submitter,
     group_pending,
-    order_for_plan,
     reconcile_in_flight,
 )
 from bpsync.ingest.templates import load_template
@@ -57,6 +60,9 @@ from bpsync.ingest.values import cell_text
 from bpsync.paths import ensure_private_dir, state_dir
 
 MAX_STORED_PROBLEMS = 2000
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -270,6 +276,43 @@ async def _new_import(
 ) -> ImportRecord | ImportSummary:
     meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
     portfolio = await _lookup(client, path, options, meter_map)
+    # The stored readings newer bills are checked against, fetched while the file is read (the
+    # named meters only: a whole organisation's would be mostly other files' meters).
+    recent = portfolio.latest if portfolio.named else {}
+    async with _background(prefetch_recent(client, recent)) as prefetch:
+        return await _read_and_check(
+            client, journal, profile, path, digest, target, options, note, portfolio, prefetch
+        )
+
+
+@contextlib.asynccontextmanager
+async def _background(work: Coroutine[Any, Any, T]) -> AsyncIterator[asyncio.Task[T]]:
+    """`work` running alongside the block; cancelled (and its failure dropped) if the block ends
+    without awaiting it."""
+    task = asyncio.create_task(work)
+    try:
+        yield task
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _read_and_check(
+    client: AsyncServiceClient,
+    journal: Journal,
+    profile: str,
+    path: Path,
+    digest: str,
+    target: str,
+    options: ImportOptions,
+    note: Callable[[str], None],
+    portfolio: Portfolio,
+    prefetch: asyncio.Task[Recent | None],
+) -> ImportRecord | ImportSummary:
+    """The rest of `_new_import` once the meters are known: read, check, record (or plan)."""
+    meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
 
     def read() -> object:
         return prepare(
@@ -307,13 +350,14 @@ async def _new_import(
             prepared = await asyncio.to_thread(read)
     collected = prepared.collected  # type: ignore[attr-defined]
     existing = await fetch_existing(
-        client, portfolio.building_of, collected.meter_ranges(), portfolio.latest
+        client, portfolio.building_of, collected.meter_ranges(), portfolio.latest, await prefetch
     )
     today = options.today or dt.datetime.now(dt.UTC).date()
     result = await asyncio.to_thread(check, prepared, existing=existing, today=today)  # type: ignore[arg-type]
 
     rows: list[NewRow] = []
-    for meter in result.meters():
+    # A dry run plans from counts: 100,000 readings need not become rows nobody stores.
+    for meter in () if options.dry_run else result.meters():
         for c in result.candidates(meter):
             assert c.meter_id is not None
             rows.append(
@@ -358,7 +402,8 @@ async def _new_import(
     table = prepared.table  # type: ignore[attr-defined]
     template = prepared.template.name  # type: ignore[attr-defined]
     if options.dry_run:
-        return _dry_run(client, profile, path, template, rows, info, options)
+        pending = result.counts_by_meter_id()
+        return _dry_run(client, profile, path, template, pending, rows, info, options)
     import_id = journal.create_import(
         target=target,
         file_hash=digest,
@@ -374,7 +419,9 @@ async def _new_import(
     return journal.get(import_id)
 
 
-def _plan(client: AsyncServiceClient, groups: dict, options: ImportOptions) -> Plan:
+def _plan(client: AsyncServiceClient, sizes: Mapping[str, int], options: ImportOptions) -> Plan:
+    """The plan for `sizes` (meter id → readings to send), meters with most readings first
+    (they decide the critical path)."""
     limiter = client.limiter
     snapshot = limiter.snapshot() if limiter is not None else {}
     now = limiter.clock() if limiter is not None else time.time()
@@ -385,7 +432,12 @@ def _plan(client: AsyncServiceClient, groups: dict, options: ImportOptions) -> P
         headroom=options.headroom,
         concurrency=options.concurrency,
     )
-    return make_plan(order_for_plan(groups), limits, uploads=options.uploads)
+    ordered = dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+    return make_plan(ordered, limits, uploads=options.uploads)
+
+
+def _sizes(groups: Mapping[str, Sequence[object]]) -> dict[str, int]:
+    return {meter: len(rows) for meter, rows in groups.items()}
 
 
 def _dry_run(
@@ -393,15 +445,13 @@ def _dry_run(
     profile: str,
     path: Path,
     template: str,
+    pending: Mapping[str, int],
     rows: list[NewRow],
     info: dict,
     options: ImportOptions,
 ) -> ImportSummary:
-    groups: dict[str, list[NewRow]] = {}
-    for r in rows:
-        if r.status == "pending" and r.meter_id:
-            groups.setdefault(r.meter_id, []).append(r)
-    plan = _plan(client, groups, options)
+    """What would be sent (`pending`: meter id → readings) and what was refused or skipped."""
+    plan = _plan(client, pending, options)
     rejected = {r.source_row for r in rows if r.status == "rejected"}
     return ImportSummary(
         file=path.name,
@@ -454,7 +504,7 @@ async def _send(
     note: Callable[[str], None] = lambda _: None,
 ) -> ImportSummary:
     groups = group_pending(journal.rows(record.id, "pending"))
-    plan = _plan(client, groups, options)
+    plan = _plan(client, _sizes(groups), options)
     summary = ImportSummary(
         file=record.file_name,
         template=record.template,
@@ -505,7 +555,7 @@ async def _send(
         why += str(submitter.replanned)
         note(why)
         summary.notes.append(why)
-        plan = _plan(client, groups, options)
+        plan = _plan(client, _sizes(groups), options)
         stopped = None
     counts = journal.counts(record.id)
     summary.accepted = counts["accepted"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bpsync.client.errors import NotFoundError
+from bpsync.client.readings import MAX_READINGS_PER_PAGE
 from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.mapping import MappedRow, map_table
 from bpsync.ingest.normalise import MeterCatalog, MeterInfo, fold_reference
@@ -95,6 +96,7 @@ class Portfolio:
     requests: int = 0
     # meter id → the end of its latest stored reading (None: it has none), from the meter list
     latest: dict[str, dt.date | None] = field(default_factory=dict)
+    named: bool = False  # only the meters the file names (fetch_named), not the organisation
 
 
 async def _gather_limited(coros: Iterable, limit: int = FETCH_CONCURRENCY) -> list:
@@ -150,20 +152,18 @@ async def fetch_named(
         ids.add(mapped or name)
     wanted = sorted(ids)
     infos, building_of, latest = [], {}, {}
-    requests = 0
-    try:
-        for start in range(0, len(wanted), 200):
-            page = await client.meters.list_all(ids=wanted[start : start + 200], per_page=200)
-            requests += 1
-            for m in page.items:
-                infos.append(
-                    MeterInfo(m.id, str(m.type.value), m.unit, m.building_id, None, m.name)
-                )
-                building_of[m.id] = m.building_id
-                latest[m.id] = m.latest_reading_date
+    groups = [wanted[start : start + 200] for start in range(0, len(wanted), 200)]
+    try:  # the lists at once (FETCH_CONCURRENCY in flight), read in the file's meter order
+        pages = await _gather_limited(client.meters.list_all(ids=g, per_page=200) for g in groups)
     except NotFoundError:
         return None
-    return Portfolio(MeterCatalog.build(infos, meter_map or {}), building_of, {}, requests, latest)
+    for page in pages:
+        for m in page.items:
+            infos.append(MeterInfo(m.id, str(m.type.value), m.unit, m.building_id, None, m.name))
+            building_of[m.id] = m.building_id
+            latest[m.id] = m.latest_reading_date
+    catalog = MeterCatalog.build(infos, meter_map or {})
+    return Portfolio(catalog, building_of, {}, len(groups), latest, named=True)
 
 
 async def fetch_readings(
@@ -191,11 +191,56 @@ class StoredByMeter(dict[str, list[StoredReading]]):
     requests: int = 0
 
 
+# How far before a meter's latest stored reading `prefetch_recent` reaches: the anomaly year (365
+# days and the day before) of a file that carries on where the stored readings end, and a margin.
+_RECENT_REACH = dt.timedelta(days=400)
+
+
+@dataclass
+class Recent:
+    """Stored readings fetched before the file was read: per meter, those starting on or after
+    `since[meter]` (`prefetch_recent`)."""
+
+    since: dict[str, dt.date]
+    readings: dict[str, list[StoredReading]]
+    requests: int = 0
+
+
+async def prefetch_recent(
+    client: AsyncServiceClient, latest: Mapping[str, dt.date | None]
+) -> Recent | None:
+    """Each meter's readings of the 400 days before its latest one (`latest_reading_date` from
+    the lookups), fetched while the file is still being read: the readings a file of newer bills
+    is checked against. `fetch_existing` takes them for every meter whose range they cover and
+    asks for the others. None from a service without the many-meter list (C3)."""
+    since = {m: d - _RECENT_REACH for m, d in latest.items() if d is not None}
+    out = Recent(since, {m: [] for m in since})
+    ordered = sorted(since, key=lambda m: since[m])
+
+    async def group(ids: list[str]) -> None:
+        seen = 0
+        start = min(since[m] for m in ids)
+        async for r in client.readings.list_many(ids, start_date=start):
+            seen += 1
+            if r.start_date >= since[r.meter_id]:
+                out.readings[r.meter_id].append(
+                    StoredReading(r.start_date, r.end_date, r.consumption, r.id)
+                )
+        out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
+
+    try:
+        await _gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
+    except NotFoundError:
+        return None  # a service before C3
+    return out
+
+
 async def fetch_existing(
     client: AsyncServiceClient,
     building_of: Mapping[str, str],
     ranges: Mapping[str, tuple[dt.date, dt.date]],
     latest: Mapping[str, dt.date | None] | None = None,
+    recent: Recent | None = None,
 ) -> StoredByMeter:
     """Each meter's stored readings around the file's range (overlaps and the anomaly history
     need them). `ranges` is `Collected.meter_ranges()`. With `latest` (the meter list's
@@ -204,10 +249,20 @@ async def fetch_existing(
     meters a call (GET /v1/readings, decisions C3), or one meter a call from a service without
     that list."""
     meters = [m for m in ranges if m in building_of and _may_hold(m, ranges[m][0], latest)]
+    known = StoredByMeter()
+    if recent is not None:  # what `prefetch_recent` holds, kept to each meter's range
+        known.requests = recent.requests
+        for m in [m for m in meters if m in recent.since and recent.since[m] <= ranges[m][0]]:
+            first, last = ranges[m][0], ranges[m][1] + _LONGEST_STORED
+            known[m] = [r for r in recent.readings[m] if r.start >= first and r.end <= last]
+        meters = [m for m in meters if m not in known]
     if not meters:
-        return StoredByMeter()
+        return known
     try:
-        return await _fetch_many(client, meters, ranges)
+        found = await _fetch_many(client, meters, ranges)
+        found.update(known)
+        found.requests += known.requests
+        return found
     except NotFoundError:
         pass  # a service before C3
     lists = await _gather_limited(
@@ -215,7 +270,8 @@ async def fetch_existing(
         for m in meters
     )
     out = StoredByMeter(zip(meters, lists, strict=True))
-    out.requests = len(meters)
+    out.update(known)
+    out.requests = len(meters) + known.requests
     return out
 
 
@@ -236,7 +292,7 @@ async def _fetch_many(
             first, last = ranges[r.meter_id]
             if r.start_date >= first and r.end_date <= last + _LONGEST_STORED:
                 out[r.meter_id].append(StoredReading(r.start_date, r.end_date, r.consumption, r.id))
-        out.requests += max(1, -(-seen // 200))  # pages of 200
+        out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
 
     await _gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
     return out

@@ -21,7 +21,7 @@ spec's defaults), nothing here sends or sleeps."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -136,12 +136,22 @@ def limits_from_state(
 
 @dataclass(frozen=True)
 class Call:
-    """One request: `offset`/`size` index into the meter's readings (sorted by start)."""
+    """One request: `offset`/`size` index into the meter's readings (sorted by start). A
+    "single" call of `size` n stands for n single calls, one per reading (`pieces`): a plan of
+    100,000 singles holds a few thousand of these rather than 100,000 objects."""
 
     meter: str
     kind: CallKind
     offset: int
     size: int
+
+    def pieces(self) -> Iterator[Call]:
+        """The requests this call is: itself, or one single call per reading of a run."""
+        if self.kind != "single" or self.size == 1:
+            yield self
+            return
+        for i in range(self.size):
+            yield Call(self.meter, "single", self.offset + i, 1)
 
 
 @dataclass(frozen=True)
@@ -354,7 +364,7 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
         uploads.append(Upload(tuple(parts)))
     in_lane = set(lane)  # once: a set per meter made this quadratic
     meters = [
-        MeterPlan(m, groups[m], tuple(Call(m, "single", i, 1) for i in range(groups[m])))
+        MeterPlan(m, groups[m], tuple(Call(m, "single", o, n) for o, n in chunks(groups[m])))
         for m in groups
         if groups[m] > 0 and m not in in_lane
     ]
@@ -397,12 +407,14 @@ def batch_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 
             if (m, off) in chosen:
                 calls.append(Call(m, "batch", off, size))
             else:
-                calls.extend(Call(m, "single", off + i, 1) for i in range(size))
+                calls.append(Call(m, "single", off, size))
         meters.append(MeterPlan(m, groups[m], tuple(calls)))
     chain = max(
         (
             sum(
-                limits.batch_latency(c.size) if c.kind == "batch" else limits.single_seconds
+                limits.batch_latency(c.size)
+                if c.kind == "batch"
+                else limits.single_seconds * c.size
                 for c in mp.calls
             )
             for mp in meters

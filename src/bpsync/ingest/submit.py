@@ -329,7 +329,7 @@ class Submitter:
             except asyncio.QueueEmpty:
                 return
             rows = self.rows[mp.meter]
-            for call in mp.calls:
+            for call in (piece for c in mp.calls for piece in c.pieces()):
                 if self.stop.is_set() or self._fatal is not None:
                     return
                 try:
@@ -597,8 +597,3 @@ def group_pending(rows: Iterable[JournalRow]) -> dict[str, list[JournalRow]]:
     for rows_ in out.values():
         rows_.sort(key=lambda r: (r.start, r.seq))
     return out
-
-
-def order_for_plan(groups: Mapping[str, Sequence[JournalRow]]) -> dict[str, int]:
-    """The planner's input: meters with most readings first (they decide the critical path)."""
-    return {m: len(rs) for m, rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))}

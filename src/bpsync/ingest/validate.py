@@ -326,6 +326,15 @@ class ValidationResult:
                 None if m.cols[i] < 0 else m.cols[i],
             )
 
+    def counts_by_meter_id(self) -> dict[str, int]:
+        """How many readings passed, per meter id (what a dry run plans without building them)."""
+        out: dict[str, int] = {}
+        for meter, accepted in self.accepted.items():
+            meter_id = self.collected.meters[meter].meter_id
+            if meter_id is not None and len(accepted):
+                out[meter_id] = out.get(meter_id, 0) + len(accepted)
+        return out
+
     def all_candidates(self) -> Iterator[Candidate]:
         for meter in self.accepted:
             yield from self.candidates(meter)
