@@ -11,6 +11,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ def _flat(table) -> list[tuple[int, tuple[str, ...]]]:
     for chunk in table_chunks(table, size=7):
         width = len(chunk.cells)
         for pos in range(len(chunk)):
-            cells = tuple(chunk.cells[j][pos] for j in range(width))
+            cells = tuple(chunk.cell(j, pos) for j in range(width))
             out.append((int(chunk.numbers[pos]), cells))
     return out
 
@@ -80,3 +81,53 @@ def test_a_row_wider_than_the_header_search_saw(tmp_path: Path) -> None:
     got = _flat(table)
     assert [n for n, _ in got] == list(range(2, 60))
     assert got[38] == (40, ("m40", "2024-01-01", "2024-01-31", "40", "x", "y", "z", "w", "v"))
+
+
+REGULAR = st.text(alphabet=st.sampled_from(list('ab1,;" \n\r\t.-é\u3000\x1c')), max_size=6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(st.lists(REGULAR, min_size=4, max_size=4), min_size=1, max_size=30),
+    bom=st.booleans(),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    trailing_blank=st.booleans(),
+)
+def test_arrow_chunks_of_a_regular_file_and_stdlib_rows_agree(
+    records, bom, newline, trailing_blank
+):
+    """Every record has the header's four fields (quoted line breaks, delimiters and quotes
+    inside fields, rows of spaces that Python calls spaces: U+3000, \\x1c): Arrow reads it all,
+    blank rows are dropped but counted, as the stdlib reader counts them. A blank line at the
+    end hands over to the next reader after the last whole chunk."""
+    buffer = io.StringIO()
+    buffer.write("Meter ID,Start Date,End Date,Consumption" + newline)
+    # Every field quoted, as many exports write them (unquoted, a bare \r ends a record).
+    csv.writer(buffer, lineterminator=newline, quoting=csv.QUOTE_ALL).writerows(records)
+    if trailing_blank:
+        buffer.write(newline)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bills.csv"
+        path.write_text(buffer.getvalue(), encoding="utf-8-sig" if bom else "utf-8", newline="")
+        table = read_csv(path, delimiter=",")
+        chunks = list(table_chunks(table, size=7))
+        got = _flat(table)
+        want = _rows(table, 4)
+    assert got == want
+    if not trailing_blank and chunks:  # Arrow read it: no Python object per cell
+        assert all(not isinstance(c, np.ndarray) for c in chunks[0].cells)
+
+
+def test_a_blank_line_midway_hands_over_to_pandas(tmp_path: Path) -> None:
+    """A blank line is a record of one field: Arrow stops at its chunk, pandas carries on from
+    the last row Arrow gave, and every row keeps its number (the blank line's row 12 is none)."""
+    lines = ["Meter ID,Start Date,End Date,Consumption"]
+    lines += [f"m{i},2024-01-01,2024-01-31,{i}" for i in range(2, 12)]
+    lines += [""]
+    lines += [f"m{i},2024-01-01,2024-01-31,{i}" for i in range(13, 30)]
+    path = tmp_path / "gap.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = read_csv(path)
+    got = _flat(table)
+    assert [n for n, _ in got] == [*range(2, 12), *range(13, 30)]
+    assert got[-1] == (29, ("m29", "2024-01-01", "2024-01-31", "29"))

@@ -24,6 +24,7 @@ from bpsync.ingest.problems import Problem, Where
 # sorted array.
 SPAN = 4_000_000
 _LONG = np.dtype(f"i{array('l').itemsize}")
+_BLOCK = 1 << 17  # readings per block of the window average
 
 
 @dataclass
@@ -280,18 +281,21 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
     hi = np.searchsorted(keyed_end, s + g * SPAN, side="left")
     total = np.zeros(len(s))
     count = np.zeros(len(s), dtype=np.int64)
-    active = np.flatnonzero(hi > lo)
-    k = lo[active]
-    while len(active):
-        past, past_days = c[k], days[k]
-        both_monthly = monthly[active] & monthly[k]
-        value = np.where(both_monthly, past, past * days[active] / past_days)
-        use = past >= 0
-        total[active] = np.where(use, total[active] + value, total[active])
-        count[active] += use
-        k = k + 1
-        more = k < hi[active]
-        active, k = active[more], k[more]
+    # In blocks of readings: each reading's sum is its own, and a block's temporaries stay a
+    # few MB however long the file is.
+    for block in range(0, len(s), _BLOCK):
+        active = block + np.flatnonzero(hi[block : block + _BLOCK] > lo[block : block + _BLOCK])
+        k = lo[active]
+        while len(active):
+            past, past_days = c[k], days[k]
+            both_monthly = monthly[active] & monthly[k]
+            value = np.where(both_monthly, past, past * days[active] / past_days)
+            use = past >= 0
+            total[active] = np.where(use, total[active] + value, total[active])
+            count[active] += use
+            k = k + 1
+            more = k < hi[active]
+            active, k = active[more], k[more]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
 

@@ -5,8 +5,8 @@ results (decisions C4; tests/ingest/test_frame.py pins each fast path to the sca
 Each chunk is a few hundred thousand rows held as one object array per column. Dates, units,
 meters and flags repeat: each distinct value is parsed once by the same scalar parser bpsync
 always used (`parse_date`, `parse_number`, `lookup_unit`…) and spread back to the rows with
-numpy; numbers, mostly distinct, go through a tight float() loop with the scalar parser behind
-it for anything else. `Items` is what mapping makes of a chunk: one entry per reading."""
+numpy; numbers, mostly distinct, are converted in C (by Arrow for a CSV column, by numpy's
+float() cast for others) with the scalar parser behind them for anything unusual. `Items` is what mapping makes of a chunk: one entry per reading."""
 
 from __future__ import annotations
 
@@ -31,12 +31,14 @@ _NAN = float("nan")
 
 @dataclass
 class Chunk:
-    """Rows `numbers` (as Excel shows them) with one object array per column. `lengths` is each
-    row's own cell count (a ragged row's reject report shows its cells, no more and no fewer);
-    `text` says every cell is a str (CSV), which allows pandas' hashing of values."""
+    """Rows `numbers` (as Excel shows them) with one array per column: an object array, or for
+    CSV read by Arrow a string array, kept as it is (no Python object per cell) and turned into
+    an object array only where a column is needed whole (`column`). `lengths` is each row's own
+    cell count (a ragged row's reject report shows its cells, no more and no fewer); `text` says
+    every cell is a str (CSV), which allows hashing values without their types."""
 
     numbers: np.ndarray
-    cells: list[np.ndarray]
+    cells: list[Any]  # np.ndarray (object) or pyarrow.StringArray
     lengths: np.ndarray | None  # None: up to the last filled cell, at least the header's width
     text: bool = False
     _factors: dict[int, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
@@ -48,23 +50,53 @@ class Chunk:
         """The column's codes into its distinct values (computed once per chunk and column)."""
         found = self._factors.get(index)
         if found is None:
-            found = self._factors[index] = factorize(self.column(index), self.text)
+            raw = self.raw(index)
+            if isinstance(raw, np.ndarray):
+                found = factorize(raw, self.text)
+            else:  # Arrow's dictionary encoding: distinct values in order of appearance
+                encoded = raw.dictionary_encode()
+                codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+                found = (codes, encoded.dictionary.to_pylist())
+            self._factors[index] = found
         return found
 
-    def column(self, index: int) -> np.ndarray:
+    def raw(self, index: int) -> Any:
+        """The column as held: an object array or an Arrow string array."""
         if index < len(self.cells):
             return self.cells[index]
         return np.full(len(self), "" if self.text else None, dtype=object)
+
+    def column(self, index: int) -> np.ndarray:
+        """The column as an object array (made once from an Arrow column)."""
+        raw = self.raw(index)
+        if not isinstance(raw, np.ndarray):
+            raw = self.cells[index] = raw.to_numpy(zero_copy_only=False).astype(object)
+        return raw
+
+    def cell(self, index: int, pos: int) -> Any:
+        raw = self.raw(index)
+        return raw[pos] if isinstance(raw, np.ndarray) else raw[pos].as_py()
 
     def row_values(self, pos: int, width: int) -> tuple[str, ...]:
         if self.lengths is not None:
             n = max(width, int(self.lengths[pos]))
         else:
             n = len(self.cells)
-            while n > width and self.cells[n - 1][pos] in ("", None):
+            while n > width and self.cell(n - 1, pos) in ("", None):
                 n -= 1
             n = max(n, width)
-        return tuple(cell_text(self.column(j)[pos]) for j in range(n))
+        return tuple(cell_text(self.cell(j, pos)) for j in range(n))
+
+
+class Cells:
+    """One column's cells read one at a time (the offending value of a problem row), without
+    making the whole column into Python objects."""
+
+    def __init__(self, chunk: Chunk, index: int | None) -> None:
+        self.chunk, self.index = chunk, index
+
+    def __getitem__(self, pos: int) -> Any:
+        return None if self.index is None else self.chunk.cell(self.index, int(pos))
 
 
 def chunks_of_rows(rows: Iterable[Row], size: int, *, text: bool) -> Iterator[Chunk]:
@@ -217,11 +249,48 @@ class Fault:
     blank: bool = False
 
 
+# Numbers Arrow converts (RE2 patterns; its string-to-double cast is correctly rounded, as
+# float() is): plain and regularly grouped decimals with bounded digits, so none can overflow
+# or pass MAX_MAGNITUDE. Anything else goes to parse_number, once per distinct value.
+_ARROW_NUMBERS = {
+    ".": (r"^-?(?:\d{1,15}|\d{1,3}(?:,\d{3}){1,4})(?:\.\d{1,17})?$", ((",", ""),)),
+    ",": (r"^-?(?:\d{1,15}|\d{1,3}(?:\.\d{3}){1,4})(?:,\d{1,17})?$", ((".", ""), (",", "."))),
+}
+
+
+def _arrow_numbers(
+    values: Any, decimal: str, name: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`parse_numbers` of an Arrow string column: the usual numbers converted by Arrow, the
+    rest (blanks, placeholders, currency, odd formats, faults) by the scalar rule."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pattern, swaps = _ARROW_NUMBERS[decimal]
+    usual = pc.match_substring_regex(values, pattern)
+    text = pc.if_else(usual, values, "0")
+    for old, new in swaps:
+        text = pc.replace_substring(text, old, new)
+    out = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False).copy()
+    rest = np.flatnonzero(~usual.to_numpy(zero_copy_only=False))
+    blank = np.zeros(len(values), dtype=bool)
+    faults = np.empty(len(values), dtype=object)
+    if len(rest):
+        others = np.asarray(values.take(pa.array(rest)).to_pylist(), dtype=object)
+        out[rest], blank[rest], faults[rest] = parse_numbers(others, True, decimal, name)
+    return out, blank, faults
+
+
 def parse_numbers(
-    values: np.ndarray, text: bool, decimal: str, name: str, factors: Factors | None = None
+    values: Any, text: bool, decimal: str, name: str, factors: Factors | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(numbers, blank, faults) for a column: NaN where blank or bad; `faults` holds a Fault
-    where the cell is not a number. The same results as `parse_number`, cell by cell."""
+    where the cell is not a number. The same results as `parse_number`, cell by cell.
+    `values` may be an Arrow string column (CSV): then Arrow converts the usual numbers."""
+    if not isinstance(values, np.ndarray) and decimal in _ARROW_NUMBERS:
+        return _arrow_numbers(values, decimal, name)
+    if not isinstance(values, np.ndarray):
+        values = values.to_numpy(zero_copy_only=False).astype(object)
     codes, uniques = factors or factorize(values, text)
     n = len(uniques)
     out = np.full(n, _NAN)

@@ -19,6 +19,7 @@ import pandas as pd
 from bpsync.ingest.dates import DateError, DateOrder, parse_date, parse_month
 from bpsync.ingest.frame import (
     CHUNK_ROWS,
+    Cells,
     Chunk,
     ChunkResult,
     Factors,
@@ -48,7 +49,7 @@ class _Errors:
 
     def faults(self, faults: np.ndarray, header: Header | None, values: np.ndarray) -> None:
         """Rows whose cell has a Fault (object array of Fault or None)."""
-        take = faults.astype(bool) & ~self.has
+        take = (faults != None) & ~self.has  # noqa: E711  (element-wise, twice astype's speed)
         for pos in np.flatnonzero(take):
             fault = faults[pos]
             value = None if fault.blank else values[pos]
@@ -98,13 +99,30 @@ class _Reader:
             return np.full(len(self.chunk), None, dtype=object)
         return self.chunk.column(h.index)
 
+    def raw(self, h: Header | None) -> Any:
+        """The column as the chunk holds it (see Chunk.raw): for parsers that take either."""
+        if h is None:
+            return np.full(len(self.chunk), None, dtype=object)
+        return self.chunk.raw(h.index)
+
+    def numbers(self, h: Header, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`parse_numbers` of the column: an Arrow column converts itself (its distinct values,
+        nearly one per row, are never listed); others per distinct value."""
+        raw = self.chunk.raw(h.index)
+        factors = self.fac(h) if isinstance(raw, np.ndarray) else None
+        return parse_numbers(raw, self.text, self.decimal, name, factors)
+
+    def cells(self, h: Header | None) -> Cells:
+        """The column's cells one at a time (a problem's offending value)."""
+        return Cells(self.chunk, None if h is None else h.index)
+
     def fac(self, h: Header | None) -> Factors | None:
         """The column's distinct values, shared by every check of this chunk."""
         return self.chunk.factors(h.index) if h is not None else None
 
     def each(self, h: Header | None, fn: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
         """(codes, fn of each distinct value) of the column under `h`."""
-        return distinct(self.col(h), self.text, fn, self.fac(h))
+        return distinct(self.raw(h), self.text, fn, self.fac(h))
 
     def dates(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(day ordinals, faults) of a date field."""
@@ -246,7 +264,7 @@ class _Chunk:
                 chunk.cells[j], self.text, lambda v: is_total_row((v,)), chunk.factors(j)
             ).astype(bool)
         for pos in np.flatnonzero(maybe):
-            if is_total_row([chunk.column(j)[pos] for j in range(3)]):
+            if is_total_row([chunk.cell(j, pos) for j in range(3)]):
                 self.problem(
                     pos, -1, "total_row", "skipped a total row", None, None, severity="notice"
                 )
@@ -255,7 +273,7 @@ class _Chunk:
             return
         first = np.full(self.n, -1, dtype=np.int64)
         for k, h in enumerate(self.c.skip_if_filled):
-            filled = ~blank_mask(self.r.col(h), self.text, self.r.fac(h))
+            filled = ~blank_mask(self.r.raw(h), self.text, self.r.fac(h))
             first = np.where((first < 0) & filled & self.active, k, first)
         for pos in np.flatnonzero(first >= 0):
             h = self.c.skip_if_filled[first[pos]]
@@ -266,7 +284,7 @@ class _Chunk:
                 f"{h.label} is filled: Portfolio Manager already holds this entry, so the row is "
                 "not inserted",
                 h,
-                self.r.col(h)[pos],
+                self.r.cells(h)[pos],
                 severity="notice",
             )
             self.active[pos] = False
@@ -280,7 +298,7 @@ class _Chunk:
             return np.full(n, self.t.fixed_meter, dtype=object), np.full(n, None, dtype=object)
         if self.t.meter.by == "building_name":
             b_h, n_h = self.c.building, self.c.meter_name
-            b_col, n_col = self.r.col(b_h), self.r.col(n_h)
+            b_col, n_col = self.r.raw(b_h), self.r.raw(n_h)
             b_blank = blank_mask(b_col, text, self.r.fac(b_h))
             errors.fixed(b_blank, b_h, "missing_meter", "the building name is empty")
             n_blank = blank_mask(n_col, text, self.r.fac(n_h))
@@ -291,7 +309,7 @@ class _Chunk:
                 per_value(b_col, text, strip, self.r.fac(b_h)),
             )
         h = self.c.meter
-        col = self.r.col(h)
+        col = self.r.raw(h)
         errors.fixed(blank_mask(col, text, self.r.fac(h)), h, "missing_meter", "the meter is empty")
         keys = per_value(col, text, lambda v: cell_text(v).strip(), self.r.fac(h))
         return keys, np.full(n, None, dtype=object)
@@ -300,7 +318,7 @@ class _Chunk:
         h = self.f.get("meter_type")
         if h is None:
             return np.full(self.n, None, dtype=object)
-        col = self.r.col(h)
+        col = self.r.cells(h)
 
         def one(v: object) -> object:
             if is_blank(v):
@@ -324,30 +342,30 @@ class _Chunk:
         ns = next_start.astype(np.int64)
         if "start_date" in f and "end_date" in f:
             start, bad = r.dates("start_date")
-            errors.faults(bad, f["start_date"], r.col(f["start_date"]))
+            errors.faults(bad, f["start_date"], r.cells(f["start_date"]))
             end, bad = r.dates("end_date")
-            errors.faults(bad, f["end_date"], r.col(f["end_date"]))
+            errors.faults(bad, f["end_date"], r.cells(f["end_date"]))
             end = end - ns
         elif "month" in f:
             start, end, bad = r.months()
-            errors.faults(bad, f["month"], r.col(f["month"]))
+            errors.faults(bad, f["month"], r.cells(f["month"]))
             return start, end
         elif "start_date" in f:
             start, bad = r.dates("start_date")
-            errors.faults(bad, f["start_date"], r.col(f["start_date"]))
+            errors.faults(bad, f["start_date"], r.cells(f["start_date"]))
             days, bad = r.days()
-            errors.faults(bad, f["days"], r.col(f["days"]))
+            errors.faults(bad, f["days"], r.cells(f["days"]))
             end = start + days - 1
         else:
             name = "bill_date" if "bill_date" in f else "end_date"
             read, bad = r.dates(name)
-            errors.faults(bad, f[name], r.col(f[name]))
+            errors.faults(bad, f[name], r.cells(f[name]))
             days, bad = r.days()
-            errors.faults(bad, f["days"], r.col(f["days"]))
+            errors.faults(bad, f["days"], r.cells(f["days"]))
             end = read - ns
             start = end - (days - 1)
         header = f.get("end_date") or f.get("bill_date")
-        cells = r.col(header)
+        cells = r.cells(header)
         fmt = dt.date.fromordinal
 
         def why(pos: int) -> tuple[str, str, object]:
@@ -384,17 +402,15 @@ class _Chunk:
         f, r, n, text = self.f, self.r, self.n, self.text
         cost = np.full(n, _NAN)
         if "cost" in f:
-            cost, _, bad = parse_numbers(
-                r.col(f["cost"]), text, self.plan.decimal, "cost", r.fac(f["cost"])
-            )
-            errors.faults(bad, f["cost"], r.col(f["cost"]))
+            cost, _, bad = r.numbers(f["cost"], "cost")
+            errors.faults(bad, f["cost"], r.cells(f["cost"]))
         default = self.t.fixed_currency
         if "cost" in f and f["cost"].currency:
             default = f["cost"].currency
         currency = np.full(n, default, dtype=object)
         if "currency" in f:
             stated = per_value(
-                r.col(f["currency"]),
+                r.raw(f["currency"]),
                 text,
                 lambda v: None if is_blank(v) else str(v).strip().upper(),
                 r.fac(f["currency"]),
@@ -402,10 +418,8 @@ class _Chunk:
             currency = np.where(stated.astype(bool), stated, currency)
         demand = np.full(n, _NAN)
         if "demand" in f:
-            demand, _, bad = parse_numbers(
-                r.col(f["demand"]), text, self.plan.decimal, "demand", r.fac(f["demand"])
-            )
-            errors.faults(bad, f["demand"], r.col(f["demand"]))
+            demand, _, bad = r.numbers(f["demand"], "demand")
+            errors.faults(bad, f["demand"], r.cells(f["demand"]))
         estimated = np.zeros(n, dtype=bool)
         if "estimated" in f:
             true_values = frozenset(v.strip().casefold() for v in self.t.estimated_values) or None
@@ -420,7 +434,7 @@ class _Chunk:
 
             codes, res = r.each(f["estimated"], one)
             bad = _faulty(res)
-            errors.faults(np.where(bad, res, None)[codes], f["estimated"], r.col(f["estimated"]))
+            errors.faults(np.where(bad, res, None)[codes], f["estimated"], r.cells(f["estimated"]))
             estimated = np.array([x is True for x in res], dtype=bool)[codes]
         return cost, currency, demand, estimated
 
@@ -491,13 +505,11 @@ class _Chunk:
         meter_type = self.meter_types(errors)
         start, end = self.period(errors, self.next_start(meter, building))
         h = f["consumption"]
-        consumption, blank, bad = parse_numbers(
-            r.col(h), self.text, self.plan.decimal, "consumption", r.fac(h)
-        )
-        errors.faults(bad, h, r.col(h))
+        consumption, blank, bad = r.numbers(h, "consumption")
+        errors.faults(bad, h, r.cells(h))
         errors.fixed(blank, h, "missing_consumption", "consumption is empty")
         unit, bad = self.units(h)
-        errors.faults(bad, f.get("unit"), r.col(f.get("unit")))
+        errors.faults(bad, f.get("unit"), r.cells(f.get("unit")))
         cost, currency, demand, estimated = self.extras(errors)
         self.row_errors(errors)
         pos = np.flatnonzero(self.active)
@@ -547,7 +559,7 @@ class _Chunk:
                     "unknown_unit",
                     unit_bad[pos].reason,
                     uh,
-                    self.r.col(uh)[pos],
+                    self.r.cells(uh)[pos],
                     meter=meter_of(pos, h),
                 )
             good = np.flatnonzero(ok & ~bad.astype(bool) & ~unit_bad.astype(bool))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.frame import CHUNK_ROWS, per_value, table_chunks
+from bpsync.ingest.frame import CHUNK_ROWS, distinct, table_chunks
 from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog, Normaliser
@@ -221,8 +221,11 @@ def named_meters(
     index = header.index if header is not None else 0
     names: set[str] = set()
     for chunk in table_chunks(table):
-        values = chunk.column(index)
-        names.update(str(x) for x in per_value(values, chunk.text, _meter_name) if x is not None)
+        names.update(
+            str(x)
+            for x in distinct(chunk.raw(index), chunk.text, _meter_name, chunk.factors(index))[1]
+            if x is not None
+        )
     return t.meter.by, names
 
 
@@ -345,7 +348,8 @@ def collect_table(
         found.sort(key=lambda x: (x[0], x[1]))
         problems.extend(p for _, _, p in found)
         order = np.lexsort((items.order, items.row))  # file order: row, then value column
-        items, keys, ids = items.take(order), keys[order], ids[order]
+        if np.any(order[1:] < order[:-1]):  # a long layout is in file order already
+            items, keys, ids = items.take(order), keys[order], ids[order]
         named = np.where(np.equal(ids, None), keys, ids)
         group, first = groups.codes(named)
         for pos in first:  # a meter seen for the first time

@@ -1,8 +1,10 @@
 """CSV and text exports: encoding and delimiter detection, any line ending, quoted fields, ragged
 and blank rows, title rows above the header.
 
-The import reads the data in chunks through pandas' C parser (`Table.chunks`); the header search,
-the pre-scans and reject reports read rows one at a time through the stdlib csv module. Both count
+The import reads the data in chunks (`Table.chunks`): through Arrow's CSV reader while every
+record has the header's fields (no Python object per cell), then from the first irregular record
+(a blank line, a short row, bytes that are not UTF-8) through pandas' C parser; the header search,
+the pre-scans and reject reports read rows one at a time through the stdlib csv module. All count
 records the same way (a blank line is a row; a quoted line break is not). A row wider than the
 widest row of the header search stops pandas, and the stdlib reader carries on from that row."""
 
@@ -164,8 +166,23 @@ def read_csv(
         from bpsync.ingest.frame import chunks_of_rows
 
         done = header_row
+        # Arrow first (no Python object per cell), for files whose rows are regular; from the
+        # first irregular row (a blank line, a short or long row, bytes that are not UTF-8)
+        # pandas' C parser carries on, and from a row wider than the header search saw, the
+        # stdlib reader. Each says where it stopped: the next starts after the last row given.
         try:
-            for chunk in _pandas_chunks(path, encoding, delimiter, header_row, widest, size):
+            plain_head = not any(
+                "\n" in c or "\r" in c for n, cells in head if n <= header_row for c in cells
+            )
+            if plain_head and encoding in ("utf-8", "utf-8-sig"):
+                for chunk in _arrow_chunks(path, delimiter, header_row, widest, size):
+                    done = int(chunk.numbers[-1]) if len(chunk) else done
+                    yield chunk
+                return
+        except _Irregular:
+            pass
+        try:
+            for chunk in _pandas_chunks(path, encoding, delimiter, done, widest, size):
                 done = int(chunk.numbers[-1]) if len(chunk) else done
                 yield chunk
             return
@@ -196,6 +213,114 @@ def pd_errors() -> Any:
     import pandas as pd
 
     return pd.errors
+
+
+class _Irregular(Exception):
+    """A row Arrow's reader does not take as it is: the next reader carries on from there."""
+
+
+def _arrow_chunks(
+    path: Path, delimiter: str, header_row: int, width: int, size: int
+) -> Iterator[Any]:
+    """The data rows as frame.Chunks of Arrow string columns, for a UTF-8 file whose records
+    all have `width` fields and whose lines above the header hold no line break in a field (so
+    lines and records count alike there). Raises _Irregular at the first record that is not so
+    (a blank line is a one-field record), after yielding every whole chunk before it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    from bpsync.ingest.frame import Chunk
+
+    names = [str(j) for j in range(width)]
+
+    def refuse(_row: Any) -> str:
+        return "error"
+
+    try:
+        reader = pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(
+                skip_rows=header_row, column_names=names, block_size=8 << 20
+            ),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter,
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=True,
+                ignore_empty_lines=False,
+                invalid_row_handler=refuse,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                check_utf8=True,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise _Irregular from exc
+    pool = pa.default_memory_pool()
+    first = header_row + 1
+    pending: list[Any] = []
+    held = 0
+
+    def emit(table: Any) -> Any:
+        nonlocal first
+        cells = [table.column(j).combine_chunks() for j in range(width)]
+        numbers = np.arange(first, first + table.num_rows, dtype=np.int64)
+        first += table.num_rows
+        keep = _filled_rows(cells, pc)
+        if keep is not None:
+            numbers = numbers[keep]
+            cells = [c.take(pa.array(keep)) for c in cells]
+        return Chunk(numbers, cells, None, text=True)
+
+    with reader:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                break
+            except (pa.ArrowInvalid, UnicodeError) as exc:
+                raise _Irregular from exc
+            pending.append(batch)
+            held += batch.num_rows
+            while held >= size:
+                table = pa.Table.from_batches(pending)
+                yield emit(table.slice(0, size))
+                pending, held = table.slice(size).to_batches(), held - size
+                pool.release_unused()  # the mapped chunk's memory back to the system
+        if held:
+            yield emit(pa.Table.from_batches(pending))
+        pending = []
+        pool.release_unused()
+
+
+# Characters Python's str.isspace() may take for a space: a cell made only of these might be
+# blank; one with anything else is filled (the few candidates are then asked exactly).
+_MAYBE_SPACE = r"^[\s\x0b\x1c-\x1f\x85\p{Z}]*$"
+
+
+def _filled_rows(cells: list[Any], pc: Any) -> Any:
+    """Positions of the rows that are not blank (every cell empty or spaces), or None when no
+    row is blank."""
+    import numpy as np
+
+    n = len(cells[0]) if cells else 0
+    maybe_blank = np.ones(n, dtype=bool)
+    empty = np.ones(n, dtype=bool)
+    for col in cells:
+        maybe_blank &= pc.match_substring_regex(col, _MAYBE_SPACE).to_numpy(zero_copy_only=False)
+        empty &= pc.equal(col, "").to_numpy(zero_copy_only=False)
+        if not maybe_blank.any():
+            return None
+    for pos in np.flatnonzero(maybe_blank & ~empty):
+        if any(col[pos].as_py().strip() for col in cells):  # str.strip: Python's spaces
+            maybe_blank[pos] = False
+    return np.flatnonzero(~maybe_blank) if maybe_blank.any() else None
 
 
 def _pandas_chunks(
