@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ import httpx
 from sqlalchemy import insert
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from bench_infra import free_port, wait_until_up
 
 from bpservice import admin
 from bpservice.app import create_app
@@ -187,24 +188,13 @@ async def dry_run(base_url: str, key: str, path: Path) -> tuple[float, Counting,
 @contextlib.contextmanager
 def served(db: Path) -> Iterator[str]:
     """`bpservice serve` in its own process (the spec's rate limits), as a service is run."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = [str(Path(sys.executable).parent / "bpservice"), "serve", "--db", str(db)]
     command += ["--port", str(port), "--no-workers"]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("bpservice serve did not start")
-            time.sleep(0.1)
+        wait_until_up(url, server, 60)
         yield url
     finally:
         server.terminate()

@@ -39,32 +39,37 @@ def serve(db_url: str, port: int, redis_url: str | None) -> None:
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
 
 
-def _port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+def wait_until_up(url: str, process: subprocess.Popen, seconds: float = 30) -> None:
+    """Until `url`/healthz answers 200; RuntimeError when `process` ends or time runs out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError(f"the service at {url} did not start")
+        time.sleep(0.1)
+
+
 def start_instances(db_url: str, n: int, redis_url: str | None) -> tuple[list, list[str]]:
     procs, urls = [], []
     for _ in range(n):
-        port = _port()
+        port = free_port()
         args = [sys.executable, __file__, "--serve", db_url, str(port)]
         if redis_url:
             args += ["--redis", redis_url]
         procs.append(subprocess.Popen(args))
         urls.append(f"http://127.0.0.1:{port}")
-    for url in urls:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("instance did not start")
-            time.sleep(0.1)
+    for url, process in zip(urls, procs, strict=True):
+        wait_until_up(url, process)
     return procs, urls
 
 
