@@ -32,17 +32,19 @@ def _scalar(value: object, decimal: str) -> object:
         return f"ERR {exc}"
 
 
+def _outcome(numbers: np.ndarray, blank: np.ndarray, faults: np.ndarray, i: int) -> object:
+    """Cell i of parse_numbers' result, as `_scalar` states it."""
+    if faults[i] is not None:
+        return f"ERR {faults[i].reason.removeprefix('cost is not a number: ')}"
+    return None if blank[i] else float(numbers[i])
+
+
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(NUMBERISH, min_size=1, max_size=40), decimal=st.sampled_from([".", ","]))
 def test_numbers_typed_as_text(texts, decimal):
     numbers, blank, faults = parse_numbers(np.array(texts, dtype=object), True, decimal, "cost")
     for i, text in enumerate(texts):
-        want = _scalar(text, decimal)
-        if faults[i] is not None:
-            got: object = f"ERR {faults[i].reason.removeprefix('cost is not a number: ')}"
-        else:
-            got = None if blank[i] else float(numbers[i])
-        assert got == want, text
+        assert _outcome(numbers, blank, faults, i) == _scalar(text, decimal), text
 
 
 # What Arrow converts itself (frame._ARROW_NUMBERS), with long mantissas where rounding is hard.
@@ -63,11 +65,7 @@ def test_numbers_of_an_arrow_column(data, decimal):
     texts = data.draw(st.lists(st.one_of(usual, NUMBERISH), min_size=1, max_size=40))
     numbers, blank, faults = parse_numbers(pa.array(texts, pa.string()), True, decimal, "cost")
     for i, text in enumerate(texts):
-        want = _scalar(text, decimal)
-        if faults[i] is not None:
-            got: object = f"ERR {faults[i].reason.removeprefix('cost is not a number: ')}"
-        else:
-            got = None if blank[i] else float(numbers[i])
+        got, want = _outcome(numbers, blank, faults, i), _scalar(text, decimal)
         assert _bits(got) == _bits(want), text
 
 

@@ -281,8 +281,9 @@ async def _new_import(
     recent = portfolio.latest if portfolio.named else {}
     async with _background(prefetch_recent(client, recent)) as prefetch:
         return await _read_and_check(
-            client, journal, profile, path, digest, target, options, note, portfolio, prefetch
-        )
+            client, journal, profile, path, digest, target, options, note, meter_map, portfolio,
+            prefetch,
+        )  # fmt: skip
 
 
 @contextlib.asynccontextmanager
@@ -308,11 +309,12 @@ async def _read_and_check(
     target: str,
     options: ImportOptions,
     note: Callable[[str], None],
+    meter_map: dict[str, str],
     portfolio: Portfolio,
     prefetch: asyncio.Task[Recent | None],
 ) -> ImportRecord | ImportSummary:
-    """The rest of `_new_import` once the meters are known: read, check, record (or plan)."""
-    meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
+    """The rest of `_new_import` once the meters are known (its meter map read once, there):
+    read, check, record (or plan)."""
 
     def read() -> object:
         return prepare(
