@@ -74,3 +74,12 @@ async def test_readings_of_many_meters(client: AsyncServiceClient) -> None:
     assert sorted((r.meter_id, r.consumption) for r in got) == sorted([(first, 1.5), (second, 2.5)])
     with pytest.raises(ValueError, match="not 0"):
         client.readings.list_many([])
+    # The same list read as spans: the period, consumption and ids, and nothing else kept.
+    spans = await client.readings.spans_many([first, second], end_date="2025-01-31").to_list()
+    assert sorted((s.meter_id, s.start_date, s.end_date, s.consumption) for s in spans) == sorted(
+        (r.meter_id, r.start_date, r.end_date, r.consumption) for r in got
+    )
+    assert {s.id for s in spans} == {r.id for r in got}
+    assert not hasattr(spans[0], "unit") and spans[0].model_extra is None
+    with pytest.raises(ValueError, match="not 201"):
+        client.readings.spans_many([f"mtr_{i}" for i in range(201)])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import gc
+import sys
 
 import pytest
 from openpyxl import load_workbook
@@ -134,9 +136,12 @@ async def test_service_rejections_reach_the_report(client, registered, samples, 
 
 
 async def test_dry_run_sends_nothing_and_plans(client, registered, samples):
+    switch_interval = sys.getswitchinterval()
     summary = await import_file(
         client, PROFILE, samples("bills_workbook.xlsx"), ImportOptions(dry_run=True)
     )
+    # The interpreter settings held while it worked (bpsync.ingest.runtime) are given back.
+    assert sys.getswitchinterval() == switch_interval and gc.get_freeze_count() == 0
     assert summary.status == "dry-run" and summary.pending == 38
     assert summary.plan["readings"] == 38 and summary.plan["meters"] == 4
     assert "nothing was sent" in summary.message

@@ -106,3 +106,20 @@ def test_readings_of_many_meters_read_exactly_as_each_meters_list(checked: httpx
     big = {"filter[meter_id]": tree.mid, "per_page": 1000}
     assert ok(checked.get("/v1/readings", params=big))["meta"]["per_page"] == 1000
     assert checked.get("/v1/readings", params={**big, "per_page": 1001}).status_code == 422
+
+
+def test_meters_list_reads_exactly_as_each_buildings_list(checked: httpx.Client) -> None:
+    """The organisation's meter list is built from table rows, not ORM objects (C2): every field
+    of every meter (a name or provider left out, a latest reading date set) is what the
+    building's own meter list says."""
+    tree = Tree(checked)
+    create_meter(checked, tree.bid, type="natural_gas", unit="therms", name="Boiler", provider="BG")
+    base = f"/v1/buildings/{tree.bid}/meters/{tree.mid}/readings"
+    body = {"start_date": "2025-01-01", "end_date": "2025-01-31", "consumption": 5.0}
+    ok(checked.post(base, json=body), 201)
+    per_building = ok(checked.get(f"/v1/buildings/{tree.bid}/meters"))["data"]
+    assert {m["latest_reading_date"] for m in per_building} == {"2025-01-31", None}
+    listed = ok(checked.get("/v1/meters"))["data"]
+    assert sorted(listed, key=lambda m: m["id"]) == sorted(per_building, key=lambda m: m["id"])
+    ids = ",".join(m["id"] for m in per_building)
+    assert ok(checked.get("/v1/meters", params={"filter[id]": ids}))["data"] == listed

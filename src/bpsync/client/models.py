@@ -295,6 +295,19 @@ class Reading(Model):
     created_at: dt.datetime
 
 
+class ReadingSpan(BaseModel):
+    """A stored reading's period and consumption, what overlap and anomaly checks compare
+    against (`readings.spans_many`): the answer's other fields are skipped, not validated."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: ReadingId
+    meter_id: MeterId
+    start_date: dt.date
+    end_date: dt.date
+    consumption: float
+
+
 class RejectedReading(Model):
     """Why one reading of a batch was refused; `index` is its position in the submitted list."""
 

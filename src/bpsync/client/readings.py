@@ -9,9 +9,9 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bpsync.client.models import BatchResult, Reading, ReadingInput, UploadResult
+from bpsync.client.models import BatchResult, Reading, ReadingInput, ReadingSpan, UploadResult
 from bpsync.client.pagination import AsyncPaginator
-from bpsync.client.resource import Resource, build, segment
+from bpsync.client.resource import M, Resource, build, segment
 
 MAX_BATCH = 500
 MAX_UPLOAD = 5000
@@ -64,6 +64,30 @@ class Readings(Resource):
     ) -> AsyncPaginator[Reading]:
         """Readings of up to 200 meters in one list (GET /v1/readings, decisions C3), by meter
         then start date, up to 1,000 a page; meters the caller cannot see are left out."""
+        return self._many(Reading, meter_ids, start_date, end_date, page, per_page)
+
+    def spans_many(
+        self,
+        meter_ids: Sequence[str],
+        *,
+        start_date: dt.date | str | None = None,
+        end_date: dt.date | str | None = None,
+        page: int = 1,
+        per_page: int = MAX_READINGS_PER_PAGE,
+    ) -> AsyncPaginator[ReadingSpan]:
+        """`list_many` read as ReadingSpans (id, meter, period, consumption): an importer checking
+        a file against tens of thousands of stored readings validates a third of each answer."""
+        return self._many(ReadingSpan, meter_ids, start_date, end_date, page, per_page)
+
+    def _many(
+        self,
+        model: type[M],
+        meter_ids: Sequence[str],
+        start_date: dt.date | str | None,
+        end_date: dt.date | str | None,
+        page: int,
+        per_page: int,
+    ) -> AsyncPaginator[M]:
         if not 1 <= len(meter_ids) <= MAX_METER_IDS:
             raise ValueError(f"meter_ids takes 1 to {MAX_METER_IDS} ids, not {len(meter_ids)}")
         params = {
@@ -72,7 +96,7 @@ class Readings(Resource):
             "end_date": str(end_date) if end_date else None,
         }
         return self._list(
-            Reading,
+            model,
             "/v1/readings",
             params,
             page=page,

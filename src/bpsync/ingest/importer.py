@@ -47,6 +47,7 @@ from bpsync.ingest.results import (
     reject_report_path,
     write_reject_report,
 )
+from bpsync.ingest.runtime import frozen_heap, quick_handoffs
 from bpsync.ingest.submit import (
     NoProgress,
     Progress,
@@ -199,7 +200,10 @@ async def import_file(
         else:
             if options.resume:
                 note("nothing to resume for this file: importing it")
-            made = await _new_import(client, journal, profile, path, digest, target, options, note)
+            with frozen_heap():  # the process's older objects, not re-scanned by every collection
+                made = await _new_import(
+                    client, journal, profile, path, digest, target, options, note
+                )
             if isinstance(made, ImportSummary):
                 made.seconds = time.monotonic() - started
                 return made
@@ -279,11 +283,12 @@ async def _new_import(
     # The stored readings newer bills are checked against, fetched while the file is read (the
     # named meters only: a whole organisation's would be mostly other files' meters).
     recent = portfolio.latest if portfolio.named else {}
-    async with _background(prefetch_recent(client, recent)) as prefetch:
-        return await _read_and_check(
-            client, journal, profile, path, digest, target, options, note, meter_map, portfolio,
-            prefetch,
-        )  # fmt: skip
+    with quick_handoffs():
+        async with _background(prefetch_recent(client, recent)) as prefetch:
+            return await _read_and_check(
+                client, journal, profile, path, digest, target, options, note, meter_map,
+                portfolio, prefetch,
+            )  # fmt: skip
 
 
 @contextlib.asynccontextmanager

@@ -220,7 +220,7 @@ async def prefetch_recent(
     async def group(ids: list[str]) -> None:
         seen = 0
         start = min(since[m] for m in ids)
-        async for r in client.readings.list_many(ids, start_date=start):
+        async for r in client.readings.spans_many(ids, start_date=start):
             seen += 1
             if r.start_date >= since[r.meter_id]:
                 out.readings[r.meter_id].append(
@@ -287,7 +287,7 @@ async def _fetch_many(
         start = min(ranges[m][0] for m in ids)
         end = max(ranges[m][1] for m in ids) + _LONGEST_STORED
         seen = 0
-        async for r in client.readings.list_many(ids, start_date=start, end_date=end):
+        async for r in client.readings.spans_many(ids, start_date=start, end_date=end):
             seen += 1
             first, last = ranges[r.meter_id]
             if r.start_date >= first and r.end_date <= last + _LONGEST_STORED:

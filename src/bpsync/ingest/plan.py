@@ -338,11 +338,10 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
     for k in range(len(order) + 1):
         if k:
             in_uploads += groups[order[k - 1]]
-        sizes = [size for _, size in chunks(in_uploads, MAX_UPLOAD)]
-        chain = limits.upload_latency(in_uploads, k + len(sizes) - 1) if k else 0.0
-        est = _estimate(
-            limits, total - in_uploads, len(sizes), chain, max(sizes, default=0), extra_calls, chain
-        )
+        pieces = -(-in_uploads // MAX_UPLOAD)  # uploads of at most MAX_UPLOAD, counted
+        chain = limits.upload_latency(in_uploads, k + pieces - 1) if k else 0.0
+        largest = min(in_uploads, MAX_UPLOAD)
+        est = _estimate(limits, total - in_uploads, pieces, chain, largest, extra_calls, chain)
         key = (round(est.seconds, 6), est.principal_calls)
         if best is None or key < best:
             best_k, best = k, key

@@ -1,0 +1,41 @@
+"""The interpreter settings an import holds while it works (bpsync.ingest.runtime): set by the
+first holder, kept while any import still runs, and the process's own restored after the last."""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+from bpsync.ingest.runtime import HANDOFF_SECONDS, frozen_heap, quick_handoffs
+
+
+def test_switch_interval_held_while_any_import_runs() -> None:
+    own = sys.getswitchinterval()
+    with quick_handoffs():
+        assert sys.getswitchinterval() == min(own, HANDOFF_SECONDS)
+        with quick_handoffs():  # a second import in the same process (the watcher, the app)
+            assert sys.getswitchinterval() == min(own, HANDOFF_SECONDS)
+        assert sys.getswitchinterval() == min(own, HANDOFF_SECONDS)  # the first still runs
+    assert sys.getswitchinterval() == own
+
+
+def test_heap_frozen_while_any_import_runs_then_released() -> None:
+    assert gc.get_freeze_count() == 0
+    older = [object() for _ in range(10)]  # noqa: F841 - alive when the import starts
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with frozen_heap():
+            assert gc.get_freeze_count() == frozen  # not frozen twice
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+
+
+def test_settings_restored_when_the_import_fails() -> None:
+    own = sys.getswitchinterval()
+    try:
+        with quick_handoffs(), frozen_heap():
+            raise RuntimeError("the file could not be read")
+    except RuntimeError:
+        pass
+    assert sys.getswitchinterval() == own and gc.get_freeze_count() == 0
