@@ -104,31 +104,49 @@ def test_candidates_come_back_in_start_order() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    lengths=st.lists(st.sampled_from([1, 7, 27, 30, 31, 32, 33, 90]), min_size=2, max_size=40),
-    values=st.lists(st.floats(-50, 1e7, allow_nan=False), min_size=40, max_size=40),
+    meters=st.lists(
+        st.lists(st.sampled_from([1, 7, 27, 30, 31, 32, 33, 90]), min_size=1, max_size=30),
+        min_size=1,
+        max_size=3,
+    ),
+    values=st.lists(
+        st.one_of(st.floats(-50, 1e7, allow_nan=False), st.sampled_from([0.0, -0.0])),
+        min_size=90,
+        max_size=90,
+    ),
+    block=st.sampled_from([1, 4, 1 << 17]),
 )
-def test_window_average_is_the_services_to_the_bit(lengths, values):
+def test_window_average_is_the_services_to_the_bit(meters, values, block):
     """The column-wise average equals the scalar rule's (`twelve_month_average`, the service's
-    summation order) bit for bit, for daily, weekly, monthly and quarterly mixes."""
+    summation order) bit for bit, for daily, weekly, monthly and quarterly mixes, several meters
+    side by side, whatever block the readings are summed in."""
     import numpy as np
 
-    from bpsync.ingest.checks import window_averages
+    from bpsync.ingest import checks
     from bpsync.ingest.validate import PastReading, twelve_month_average
 
-    start = dt.date(2022, 1, 1).toordinal()
-    s, e = [], []
-    for n in lengths:
-        s.append(start)
-        e.append(start + n - 1)
-        start += n
-    c = values[: len(lengths)]
-    got = window_averages(
-        np.zeros(len(s), dtype=np.int64), np.array(s), np.array(e), np.array(c, dtype=float)
-    )
+    g, s, e = [], [], []
+    for m, lengths in enumerate(meters):
+        start = dt.date(2022, 1, 1).toordinal()
+        for n in lengths:
+            g.append(m)
+            s.append(start)
+            e.append(start + n - 1)
+            start += n
+    c = values[: len(s)]
+    saved, checks._BLOCK = checks._BLOCK, block
+    try:
+        got = checks.window_averages(
+            np.array(g), np.array(s), np.array(e), np.array(c, dtype=float)
+        )
+    finally:
+        checks._BLOCK = saved
     past = [
         PastReading(dt.date.fromordinal(a), dt.date.fromordinal(b), v)
         for a, b, v in zip(s, e, c, strict=True)
     ]
     for i in range(len(s)):
-        want = twelve_month_average(past[:i], past[i].start, past[i].end)
+        before = [p for j, p in enumerate(past[:i]) if g[j] == g[i]]
+        want = twelve_month_average(before, past[i].start, past[i].end)
         assert (want is None and np.isnan(got[i])) or got[i] == want, i
+        assert want is None or np.signbit(got[i]) == np.signbit(want), i  # zero's sign too

@@ -282,20 +282,32 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
     total = np.zeros(len(s))
     count = np.zeros(len(s), dtype=np.int64)
     # In blocks of readings: each reading's sum is its own, and a block's temporaries stay a
-    # few MB however long the file is.
+    # few MB however long the file is. Within a block the readings still summing are kept as
+    # compact arrays (their own days, partial sums, next past reading), written back as each
+    # window ends.
     for block in range(0, len(s), _BLOCK):
         active = block + np.flatnonzero(hi[block : block + _BLOCK] > lo[block : block + _BLOCK])
-        k = lo[active]
+        k, end = lo[active], hi[active]
+        own_days, own_monthly = days[active], monthly[active]
+        sums, counts = np.zeros(len(active)), np.zeros(len(active), dtype=np.int64)
         while len(active):
-            past, past_days = c[k], days[k]
-            both_monthly = monthly[active] & monthly[k]
-            value = np.where(both_monthly, past, past * days[active] / past_days)
+            past = c[k]
+            value = past.copy()
+            scaled = np.flatnonzero(~(own_monthly & monthly[k]))
+            if len(scaled):  # per day, scaled to this reading's length
+                value[scaled] = past[scaled] * own_days[scaled] / days[k[scaled]]
             use = past >= 0
-            total[active] = np.where(use, total[active] + value, total[active])
-            count[active] += use
+            # Adding 0.0 leaves a sum unchanged (a sum of values >= 0 from +0.0 is never -0.0).
+            sums += np.where(use, value, 0.0)
+            counts += use
             k = k + 1
-            more = k < hi[active]
-            active, k = active[more], k[more]
+            more = k < end
+            if not more.all():
+                done = ~more
+                total[active[done]], count[active[done]] = sums[done], counts[done]
+                active, k, end = active[more], k[more], end[more]
+                own_days, own_monthly = own_days[more], own_monthly[more]
+                sums, counts = sums[more], counts[more]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
 
