@@ -85,3 +85,44 @@ def test_workbook_cells(cells):
     codes, uniques = factorize(values, False)
     rebuilt = [uniques[k] for k in codes]
     assert all(type(a) is type(b) and a == b for a, b in zip(rebuilt, cells, strict=True))
+
+
+def _fresh(values: np.ndarray) -> np.ndarray:
+    """The same cells in a new array, which factorize has never seen."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cells=st.lists(
+        st.one_of(st.sampled_from([None, "", " a", "a", "A ", "b", "kWh", "KWH"]), CELLS),
+        min_size=0,
+        max_size=40,
+    ),
+    text=st.booleans(),
+    picks=st.lists(st.integers(0, 39), max_size=40),
+)
+def test_known_codes_equal_a_fresh_factorize(cells, text, picks):
+    """Arrays made from codes (per_value's results, spread, a constant column, rows taken from
+    any of them) are coded from what made them, not hashed again: the codes and values are
+    exactly factorize's of the same cells in a fresh array, merged values, order of first
+    appearance and values no longer present included."""
+    from bpsync.ingest.frame import filled, spread, take
+
+    if text:
+        cells = [c if c is None or isinstance(c, str) else cell_text(c) for c in cells]
+    values = np.empty(len(cells), dtype=object)
+    values[:] = cells
+    merging = per_value(values, text, lambda v: v.strip().lower() if isinstance(v, str) else v)
+    positions = np.array([p for p in picks if p < len(cells)], dtype=np.int64)
+    made = [merging, take(merging, positions), filled(len(cells), "kWh"), filled(3, None)]
+    codes, uniques = factorize(values, text)
+    made.append(spread(np.array(["x" if j % 2 else None for j in range(len(uniques))]), codes))
+    for array in made:
+        got_codes, got = factorize(array, text)
+        want_codes, want = factorize(_fresh(array), text)
+        assert list(got_codes) == list(want_codes)
+        assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in want]  # NaN too
+        assert not array.flags.writeable  # a cell written later would make the codes wrong

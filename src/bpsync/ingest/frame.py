@@ -11,6 +11,7 @@ float() cast for others) with the scalar parser behind them for anything unusual
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,11 @@ def _transpose(numbers: list[int], rows: list[tuple[object, ...]], text: bool) -
 def factorize(values: np.ndarray, text: bool) -> tuple[np.ndarray, list[Any]]:
     """Codes into the distinct values, in order of appearance. Hashing is pandas'; where Python
     equality would merge different cells (True == 1 == 1.0 from a workbook) the values are keyed
-    with their type instead. Empty cells (None) stay None."""
+    with their type instead. Empty cells (None) stay None. An array made by `per_value`,
+    `filled` or `take` is not hashed again: its values' codes are known (`_KNOWN`)."""
+    known = _KNOWN.recall(values)
+    if known is not None:
+        return _from_known(*known, text)
     if text:
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         return codes, list(uniques)
@@ -149,6 +154,82 @@ def factorize(values: np.ndarray, text: bool) -> tuple[np.ndarray, list[Any]]:
 
 
 _type_of = np.frompyfunc(type, 1, 1)
+
+
+class _Known:
+    """The codes of arrays made from codes: `per_value`'s results spread over a column, a
+    constant column, and rows taken from either. The normaliser codes the meters, units and
+    currencies mapping has just made from coded columns; hashing a million of them again cost
+    more than all its other work. Held by the array's id while the array lives."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
+
+    def remember(self, array: np.ndarray, codes: np.ndarray, values: np.ndarray) -> None:
+        """`array` is `values[codes]` (`values` may repeat a value: `factorize` merges them).
+        The array is made read-only: a cell written afterwards would make its codes wrong."""
+        array.flags.writeable = False
+        key = id(array)
+        gone = lambda _ref: self._by_id.pop(key, None)  # noqa: E731
+        self._by_id[key] = (weakref.ref(array, gone), codes, values)
+
+    def recall(self, array: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        found = self._by_id.get(id(array))
+        if found is None or found[0]() is not array:
+            return None
+        return found[1], found[2]
+
+
+_KNOWN = _Known()
+
+
+def _from_known(codes: np.ndarray, values: np.ndarray, text: bool) -> tuple[np.ndarray, list[Any]]:
+    """`factorize(values[codes])` without hashing each row. Its result depends only on each
+    distinct value's first appearance, so the values present, in order of first appearance
+    (one row each), are factorized, and every row takes its value's code."""
+    m = len(values)
+    first = np.full(m, len(codes), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # last to first: each one's first row
+    present = np.flatnonzero(first < len(codes))
+    order = present[np.argsort(first[present], kind="stable")]
+    representatives = np.empty(len(order), dtype=object)
+    representatives[:] = [values[j] for j in order]
+    merged, uniques = factorize(representatives, text)
+    code_of = np.zeros(m, dtype=np.int64)
+    code_of[order] = merged
+    return code_of[codes], uniques
+
+
+def filled(n: int, value: Any) -> np.ndarray:
+    """An object column of `n` times `value`, known to `factorize` as one value."""
+    out = np.full(n, value, dtype=object)
+    held = np.empty(1, dtype=object)
+    held[0] = value
+    _KNOWN.remember(out, np.zeros(n, dtype=np.int64), held)
+    return out
+
+
+def spread(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """`values[codes]` (a value per distinct cell, spread over the rows), known to `factorize`."""
+    out = values[codes]
+    _KNOWN.remember(out, codes, values)
+    return out
+
+
+def take(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """`values[positions]`, still known to `factorize` if `values` was."""
+    out = values[positions]
+    known = _KNOWN.recall(values)
+    if known is not None:
+        _KNOWN.remember(out, known[0][positions], known[1])
+    return out
+
+
+def truthy(values: np.ndarray, text: bool) -> np.ndarray:
+    """bool() of each cell, once per distinct value (an object column's astype(bool) asks each
+    cell)."""
+    codes, uniques = factorize(values, text)
+    return np.array([bool(u) for u in uniques], dtype=bool)[codes] if len(codes) else codes > 0
 
 
 def _factorize_typed(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
@@ -184,7 +265,7 @@ def per_value(
 ) -> np.ndarray:
     """fn of each cell, called once per distinct value (an object array)."""
     codes, results = distinct(values, text, fn, factors)
-    return results[codes]
+    return spread(results, codes)
 
 
 def blank_mask(values: np.ndarray, text: bool, factors: Factors | None = None) -> np.ndarray:
@@ -360,7 +441,7 @@ class Items:
         return len(self.row)
 
     def take(self, positions: np.ndarray) -> Items:
-        return Items(**{k: v[positions] for k, v in self.__dict__.items()})
+        return Items(**{k: take(v, positions) for k, v in self.__dict__.items()})
 
     @staticmethod
     def concat(parts: Sequence[Items]) -> Items:

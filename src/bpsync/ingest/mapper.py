@@ -27,9 +27,12 @@ from bpsync.ingest.frame import (
     Items,
     blank_mask,
     distinct,
+    filled,
     parse_numbers,
     per_value,
+    spread,
     table_chunks,
+    take,
 )
 from bpsync.ingest.problems import Problem
 from bpsync.ingest.readers.base import Table, is_total_row
@@ -295,7 +298,7 @@ class _Chunk:
         """(meter key, building) per row (object arrays)."""
         n, text = self.n, self.text
         if self.t.fixed_meter:
-            return np.full(n, self.t.fixed_meter, dtype=object), np.full(n, None, dtype=object)
+            return filled(n, self.t.fixed_meter), filled(n, None)
         if self.t.meter.by == "building_name":
             b_h, n_h = self.c.building, self.c.meter_name
             b_col, n_col = self.r.raw(b_h), self.r.raw(n_h)
@@ -312,12 +315,12 @@ class _Chunk:
         col = self.r.raw(h)
         errors.fixed(blank_mask(col, text, self.r.fac(h)), h, "missing_meter", "the meter is empty")
         keys = per_value(col, text, lambda v: cell_text(v).strip(), self.r.fac(h))
-        return keys, np.full(n, None, dtype=object)
+        return keys, filled(n, None)
 
     def meter_types(self, errors: _Errors) -> np.ndarray:
         h = self.f.get("meter_type")
         if h is None:
-            return np.full(self.n, None, dtype=object)
+            return filled(self.n, None)
         col = self.r.cells(h)
 
         def one(v: object) -> object:
@@ -335,7 +338,7 @@ class _Chunk:
         codes, res = self.r.each(h, one)
         bad = _faulty(res)
         errors.faults(np.where(bad, res, None)[codes], h, col)
-        return np.where(bad, None, res)[codes]
+        return spread(np.where(bad, None, res), codes)
 
     def period(self, errors: _Errors, next_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         f, r = self.f, self.r
@@ -383,7 +386,7 @@ class _Chunk:
         """(unit name or None, faults) per row for readings of `value_header`'s column."""
         fallback = (value_header.unit if value_header is not None else None) or self.t.fixed_unit
         if "unit" not in self.f:
-            return np.full(self.n, fallback, dtype=object), np.full(self.n, None, dtype=object)
+            return filled(self.n, fallback), np.full(self.n, None, dtype=object)
 
         def one(v: object) -> object:
             if is_blank(v):
@@ -395,7 +398,7 @@ class _Chunk:
 
         codes, res = self.r.each(self.f["unit"], one)
         bad = _faulty(res)
-        return np.where(bad, None, res)[codes], np.where(bad, res, None)[codes]
+        return spread(np.where(bad, None, res), codes), np.where(bad, res, None)[codes]
 
     def extras(self, errors: _Errors) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(cost, currency, demand, estimated) per row, in the per-row engine's order."""
@@ -407,15 +410,15 @@ class _Chunk:
         default = self.t.fixed_currency
         if "cost" in f and f["cost"].currency:
             default = f["cost"].currency
-        currency = np.full(n, default, dtype=object)
+        currency = filled(n, default)
         if "currency" in f:
-            stated = per_value(
+            codes, stated = distinct(
                 r.raw(f["currency"]),
                 text,
                 lambda v: None if is_blank(v) else str(v).strip().upper(),
                 r.fac(f["currency"]),
             )
-            currency = np.where(stated.astype(bool), stated, currency)
+            currency = spread(np.array([c or default for c in stated], dtype=object), codes)
         demand = np.full(n, _NAN)
         if "demand" in f:
             demand, _, bad = r.numbers(f["demand"], "demand")
@@ -482,19 +485,19 @@ class _Chunk:
         return Items(
             row=self.chunk.numbers[pos],
             order=np.full(k, order, dtype=np.int64),
-            meter=meter[pos],
-            building=building[pos],
+            meter=take(meter, pos),
+            building=take(building, pos),
             start=start[pos],
             end=end[pos],
             consumption=consumption[pos],
-            unit=unit[pos],
+            unit=take(unit, pos),
             cost=cost[pos],
-            currency=currency[pos],
+            currency=take(currency, pos),
             demand=demand[pos],
             estimated=estimated[pos],
             column=np.full(k, header.index if header else -1, dtype=np.int64),
-            column_text=np.full(k, header.text if header else None, dtype=object),
-            meter_type=meter_type[pos],
+            column_text=filled(k, header.text if header else None),
+            meter_type=take(meter_type, pos),
         )
 
     def long(self) -> ChunkResult:

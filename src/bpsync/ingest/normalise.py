@@ -10,6 +10,7 @@ file units and meters stay unresolved (offline checks and template previews)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bpsync.ingest.frame import Chunk, Items, factorize, per_value
+from bpsync.ingest.frame import Chunk, Items, factorize, per_value, truthy
 from bpsync.ingest.problems import Problem, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
@@ -164,7 +165,7 @@ class Normaliser:
         n = len(items)
         keys = np.array(
             [_full_key(m, b) for m, b in zip(items.meter, items.building, strict=True)]
-            if items.building.astype(bool).any()
+            if truthy(items.building, False).any()
             else items.meter,
             dtype=object,
         )
@@ -229,7 +230,9 @@ class Normaliser:
             fail(int(i), "unknown_meter", infos[codes[i]], keys[i])  # type: ignore[arg-type]
         known_type = np.array([None if isinstance(x, str) else x.type for x in infos], dtype=object)
         stated = items.meter_type
-        clash = ok & stated.astype(bool) & (stated != known_type[codes])
+        clash = ok & truthy(stated, False)
+        if clash.any():  # most files state no meter type
+            clash &= stated != known_type[codes]
         for i in np.flatnonzero(clash):
             info = infos[codes[i]]
             assert isinstance(info, MeterInfo)
@@ -279,7 +282,7 @@ class Normaliser:
 
     @staticmethod
     def _pairs(items: Items) -> tuple[np.ndarray, list[tuple[str, str | None]]]:
-        if not items.building.astype(bool).any():
+        if not truthy(items.building, False).any():
             codes, meters = factorize(items.meter, False)
             return codes, [(m, None) for m in meters]
         index: dict[tuple[str, str | None], int] = {}
@@ -293,7 +296,7 @@ class Normaliser:
 
     @staticmethod
     def _take(items: Items, good: np.ndarray, consumption: np.ndarray, units: np.ndarray) -> Items:
-        out = items.take(good)
+        out = items.take(good) if len(good) < len(items) else dataclasses.replace(items)
         out.consumption = consumption[good]
         out.unit = units[good]
         return out
