@@ -217,12 +217,25 @@ def spread(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def take(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """`values[positions]`, still known to `factorize` if `values` was."""
-    out = values[positions]
+    """`values[positions]`, still known to `factorize` if `values` was (and then, being
+    read-only, `values` itself when `positions` are all its rows in order)."""
     known = _KNOWN.recall(values)
+    every = len(positions) == len(values) and np.array_equal(positions, np.arange(len(values)))
+    if known is not None and every:
+        return values
+    out = values[positions]
     if known is not None:
         _KNOWN.remember(out, known[0][positions], known[1])
     return out
+
+
+def present(values: np.ndarray) -> np.ndarray:
+    """Cells that are not None (a Fault array's faults), once per distinct value when known."""
+    known = _KNOWN.recall(values)
+    if known is None:
+        return values != None  # noqa: E711  (element-wise, twice astype's speed)
+    codes, found = known
+    return np.array([v is not None for v in found], dtype=bool)[codes]
 
 
 def truthy(values: np.ndarray, text: bool) -> np.ndarray:
@@ -355,6 +368,8 @@ def _arrow_numbers(
     out = pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False).copy()
     rest = np.flatnonzero(~usual.to_numpy(zero_copy_only=False))
     blank = np.zeros(len(values), dtype=bool)
+    if not len(rest):
+        return out, blank, filled(len(values), None)
     faults = np.empty(len(values), dtype=object)
     if len(rest):
         others = np.asarray(values.take(pa.array(rest)).to_pylist(), dtype=object)
@@ -410,7 +425,7 @@ def parse_numbers(
             blank[j] = True
         else:
             out[j] = number
-    return out[codes], blank[codes], faults[codes]
+    return out[codes], blank[codes], spread(faults, codes)
 
 
 # ---- what mapping makes of a chunk ---------------------------------------------------------------------------
