@@ -12,6 +12,7 @@ calamine cannot open (docs/decisions.md F12)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import threading
@@ -222,11 +223,24 @@ class Book:
         with self._lock:
             sheet = self._sheets.get(title)
             if sheet is None:
+                # calamine parses without holding the GIL: the error-cell scan (a second pass
+                # over the sheet's XML) runs beside it instead of after it.
+                scan = None
+                if title not in self._errors:
+                    scan = threading.Thread(target=self._scan, args=(title,), daemon=True)
+                    scan.start()
                 try:
                     sheet = self._sheets[title] = self._calamine.get_sheet_by_name(title)
                 except Exception as exc:  # calamine's XML or zip errors: a damaged sheet
                     raise ValueError(str(exc)) from None
+                finally:
+                    if scan is not None:
+                        scan.join()
             return sheet
+
+    def _scan(self, title: str) -> None:
+        with contextlib.suppress(Exception):  # `_error_cells` scans again and raises it there
+            self._errors[title] = _scan_error_cells(self.path, title)
 
     def _error_cells(self, title: str) -> dict[int, list[tuple[int, str]]]:
         with self._lock:
