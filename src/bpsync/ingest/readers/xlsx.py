@@ -163,12 +163,10 @@ class Book:
             number, cells_seen, blank_run = 0, 0, 0
             source = iter(sheet.iter_rows())
             while True:
-                batch: list[list[object]] = []
                 first = number + 1
-                for values in source:
-                    batch.append(pad + values if pad else values)
-                    if len(batch) >= size:
-                        break
+                batch = list(itertools.islice(source, size))
+                if pad:
+                    batch = [pad + values for values in batch]
                 if not batch:
                     return
                 number += len(batch)
@@ -183,8 +181,8 @@ class Book:
                 grid[:] = batch
                 grid[grid == ""] = None
                 numbers = np.arange(first, number + 1, dtype=np.int64)
-                for n in range(first, number + 1):
-                    for column, text in errors.get(n, ()):
+                for n in sorted(n for n in errors if first <= n <= number):
+                    for column, text in errors[n]:
                         if column >= grid.shape[1]:
                             grown = np.full((grid.shape[0], column + 1), None, dtype=object)
                             grown[:, : grid.shape[1]] = grid
