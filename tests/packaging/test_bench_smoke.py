@@ -1,0 +1,39 @@
+"""The bench scripts docs/performance.md names run as documented, at small sizes: each measures
+what it says (rows read, requests counted) and prints its figures. Timings are not asserted
+here: they live in the bench output, never in tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _run(script: str, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_bench_ingest_small() -> None:
+    printed = _run("bench_ingest.py", "--csv-rows", "3000", "--xlsx-rows", "1000")
+    assert "CSV 3,000 rows" in printed and "bpsync/pipe" in printed
+    assert "XLSX 1,000 rows" in printed and "bpsync/raw" in printed
+
+
+def test_bench_dryrun_small_served_and_embedded() -> None:
+    small = ("--rows", "400", "--meters", "40", "--buildings", "4", "--rounds", "2")
+    served = _run("bench_dryrun.py", *small)
+    # 40 meters: one lookup; 20 hold readings: one page of them. Medians of two rounds.
+    assert "dry run of 400 rows / 40 meters" in served and "`bpservice serve`" in served
+    assert "medians of 2" in served
+    assert "2 requests = 1 readings lists (meters holding readings that can overlap: 20)" in served
+    embedded = _run("bench_dryrun.py", *small, "--embedded")
+    assert "the embedded bpservice" in embedded and "2 requests = 1 readings lists" in embedded
