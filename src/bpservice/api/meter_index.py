@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from pydantic_core import to_json
 from sqlalchemy import select
 
-from bpservice.api.deps import Pagination, ReadSession, paginate, require
+from bpservice.api.deps import Pagination, ReadSession, json_page, paginate, require
 from bpservice.api.responses import read_responses
 from bpservice.api.schemas import MeterOut, Page
 from bpservice.auth import Principal
@@ -64,11 +63,7 @@ def list_all_meters(
     order = (meter.created_at, meter.id)
     rows, total = paginate(session, query.order_by(*order), pages, rows=True)
     # The same JSON as `meter_view` through MeterOut (tests/service/test_meter_index.py).
-    page = {
-        "data": [dict(zip(_METER_COLUMNS, row, strict=True)) for row in rows],
-        "meta": pages.meta(total),
-    }
-    return Response(to_json(page), media_type="application/json")
+    return json_page([dict(zip(_METER_COLUMNS, row, strict=True)) for row in rows], pages, total)
 
 
 # `meter_view`'s fields, in its order.

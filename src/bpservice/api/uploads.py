@@ -25,7 +25,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from pydantic import ValidationError
-from pydantic_core import to_json
 from sqlalchemy import Row, String, cast, select
 from sqlalchemy.orm import Session
 
@@ -35,6 +34,7 @@ from bpservice.api.deps import (
     ReadSession,
     Recalc,
     WriteSession,
+    json_page,
     paginate,
     require,
 )
@@ -302,14 +302,7 @@ def list_readings_of_meters(
         query = query.where(reading.end_date <= end_date)
     order = (reading.meter_id, reading.start_date)
     rows, total = paginate(session, query.order_by(*order), pages, rows=True)
-    # Built straight from the rows and written by pydantic's serializer (the same JSON for dates,
-    # times and numbers as the response model gives: tests/service/test_meter_index.py), without
-    # validating 1,000 readings the database has just given.
-    page = {
-        "data": [_reading_item(row) for row in rows],
-        "meta": pages.meta(total),
-    }
-    return Response(to_json(page), media_type="application/json")
+    return json_page([_reading_item(row) for row in rows], pages, total)
 
 
 _READING_COLUMNS = (
