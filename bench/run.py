@@ -5,7 +5,8 @@
 
 Runs the measuring functions of the bench scripts next to this file (each also runs alone):
 - bench_ingest: read + map + validate of a generated long CSV (1M rows) and XLSX (100k rows),
-  against pandas' raw read of the same file in the same run (the ratio is the figure), peak RSS;
+  against a pandas pipe doing the same work and (XLSX) calamine's raw read of the same file in
+  the same run (the ratios are the figures), peak RSS;
 - bench_import: a sustained import on the real service over loopback with the rate-limit window
   scaled down to 2 s, readings accepted per minute against the ceiling the limits allow (the
   planner's bound), 429s and lost readings counted;
