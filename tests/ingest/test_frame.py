@@ -126,3 +126,5 @@ def test_known_codes_equal_a_fresh_factorize(cells, text, picks):
         assert list(got_codes) == list(want_codes)
         assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in want]  # NaN too
         assert not array.flags.writeable  # a cell written later would make the codes wrong
+    mask = np.array([i % 2 == 1 for i in range(len(cells))], dtype=bool)
+    assert list(take(merging, mask)) == list(merging[mask])  # a mask is not a list of rows

@@ -39,3 +39,41 @@ def test_settings_restored_when_the_import_fails() -> None:
     except RuntimeError:
         pass
     assert sys.getswitchinterval() == own and gc.get_freeze_count() == 0
+
+
+def test_garbage_waiting_at_the_start_is_not_held_by_the_freeze() -> None:
+    """A cycle left by earlier work (a failed import's traceback, say) is collected before the
+    heap is frozen, not kept alive until the import ends."""
+    import weakref
+
+    class Cycle:
+        pass
+
+    left = Cycle()
+    left.me = left  # type: ignore[attr-defined]
+    gone = weakref.ref(left)
+    del left
+    with frozen_heap():
+        gc.collect()
+        assert gone() is None
+
+
+def test_a_host_that_froze_its_heap_keeps_it_frozen() -> None:
+    gc.freeze()
+    try:
+        own = gc.get_freeze_count()
+        with frozen_heap():
+            assert gc.get_freeze_count() == own  # not frozen on top
+        assert gc.get_freeze_count() == own  # and not thawed
+    finally:
+        gc.unfreeze()
+
+
+def test_a_host_change_of_the_switch_interval_during_the_import_stays() -> None:
+    own = sys.getswitchinterval()
+    try:
+        with quick_handoffs():
+            sys.setswitchinterval(0.002)  # the host's own choice, made meanwhile
+        assert sys.getswitchinterval() == 0.002
+    finally:
+        sys.setswitchinterval(own)

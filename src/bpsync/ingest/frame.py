@@ -189,7 +189,7 @@ def _from_known(codes: np.ndarray, values: np.ndarray, text: bool) -> tuple[np.n
     (one row each), are factorized, and every row takes its value's code."""
     m = len(values)
     first = np.full(m, len(codes), dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # last to first: each one's first row
+    np.minimum.at(first, codes, np.arange(len(codes)))  # each value's first row
     present = np.flatnonzero(first < len(codes))
     order = present[np.argsort(first[present], kind="stable")]
     representatives = np.empty(len(order), dtype=object)
@@ -204,7 +204,7 @@ def filled(n: int, value: Any) -> np.ndarray:
     """An object column of `n` times `value`, known to `factorize` as one value."""
     out = np.full(n, value, dtype=object)
     held = np.empty(1, dtype=object)
-    held[0] = value
+    held[0] = out[0] if n else value  # as stored (np.full makes a numpy scalar a Python one)
     _KNOWN.remember(out, np.zeros(n, dtype=np.int64), held)
     return out
 
@@ -220,7 +220,11 @@ def take(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """`values[positions]`, still known to `factorize` if `values` was (and then, being
     read-only, `values` itself when `positions` are all its rows in order)."""
     known = _KNOWN.recall(values)
-    every = len(positions) == len(values) and np.array_equal(positions, np.arange(len(values)))
+    every = (
+        positions.dtype != bool
+        and len(positions) == len(values)
+        and np.array_equal(positions, np.arange(len(values)))
+    )
     if known is not None and every:
         return values
     out = values[positions]
@@ -238,11 +242,14 @@ def present(values: np.ndarray) -> np.ndarray:
     return np.array([v is not None for v in found], dtype=bool)[codes]
 
 
-def truthy(values: np.ndarray, text: bool) -> np.ndarray:
-    """bool() of each cell, once per distinct value (an object column's astype(bool) asks each
-    cell)."""
-    codes, uniques = factorize(values, text)
-    return np.array([bool(u) for u in uniques], dtype=bool)[codes] if len(codes) else codes > 0
+def truthy(values: np.ndarray) -> np.ndarray:
+    """`values.astype(bool)`, asked once per distinct value when the array is known (an object
+    column's astype asks each cell)."""
+    known = _KNOWN.recall(values)
+    if known is None:
+        return values.astype(bool)
+    codes, found = known
+    return np.array([bool(v) for v in found], dtype=bool)[codes]
 
 
 def _factorize_typed(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:

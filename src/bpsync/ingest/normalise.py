@@ -165,7 +165,7 @@ class Normaliser:
         n = len(items)
         keys = np.array(
             [_full_key(m, b) for m, b in zip(items.meter, items.building, strict=True)]
-            if truthy(items.building, False).any()
+            if truthy(items.building).any()
             else items.meter,
             dtype=object,
         )
@@ -230,7 +230,7 @@ class Normaliser:
             fail(int(i), "unknown_meter", infos[codes[i]], keys[i])  # type: ignore[arg-type]
         known_type = np.array([None if isinstance(x, str) else x.type for x in infos], dtype=object)
         stated = items.meter_type
-        clash = ok & truthy(stated, False)
+        clash = ok & truthy(stated)
         if clash.any():  # most files state no meter type
             clash &= stated != known_type[codes]
         for i in np.flatnonzero(clash):
@@ -282,7 +282,7 @@ class Normaliser:
 
     @staticmethod
     def _pairs(items: Items) -> tuple[np.ndarray, list[tuple[str, str | None]]]:
-        if not truthy(items.building, False).any():
+        if not truthy(items.building).any():
             codes, meters = factorize(items.meter, False)
             return codes, [(m, None) for m in meters]
         index: dict[tuple[str, str | None], int] = {}

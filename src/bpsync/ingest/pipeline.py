@@ -416,8 +416,8 @@ class _Codes:
         known = local >= 0
         codes = np.full(len(local), -1 if none is None else none, dtype=np.int64)
         codes[known] = mapped[local[known]]
-        first_at = np.empty(len(distinct), dtype=np.int64)
-        where = np.flatnonzero(known)[::-1]
-        first_at[local[where]] = where  # written last to first: each value's first position
+        first_at = np.full(len(distinct), len(local), dtype=np.int64)
+        where = np.flatnonzero(known)
+        np.minimum.at(first_at, local[where], where)  # each value's first position
         positions = [int(first_at[j]) for j in first_seen]
         return codes, positions

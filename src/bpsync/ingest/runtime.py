@@ -42,14 +42,24 @@ class _Shared:
 
 def _shorter_switch_interval() -> Callable[[], None]:
     saved = sys.getswitchinterval()
-    sys.setswitchinterval(min(saved, HANDOFF_SECONDS))
-    return lambda: sys.setswitchinterval(saved)
+    ours = min(saved, HANDOFF_SECONDS)
+    sys.setswitchinterval(ours)
+
+    def restore() -> None:
+        if sys.getswitchinterval() == ours:  # the host's own change in the meantime stays
+            sys.setswitchinterval(saved)
+
+    return restore
 
 
 def _freeze() -> Callable[[], None]:
     # Every object alive now (modules, the app, the service client) goes to the permanent
     # generation: a full collection during the import walks only what the import made. In a
     # process holding 200,000 objects each full collection took 0.16 s, two or three an import.
+    if gc.get_freeze_count():  # the host freezes its own heap: leave it as it is
+        return lambda: None
+    # Garbage waiting to be collected is collected first, not held until the import ends.
+    gc.collect()
     gc.freeze()
     return gc.unfreeze
 
