@@ -154,7 +154,11 @@ def test_proxy_reset_is_a_connection_error(service: Service) -> None:
     with TCPProxy(("127.0.0.1", int(service.base_url.rsplit(":", 1)[1]))) as proxy:
         proxy.plan("reset", "pass")
         with httpx.Client(base_url=proxy.url, limits=NO_KEEPALIVE) as client:
-            with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
+            # Where the RST meets the client depends on timing on a loaded machine: while it
+            # still sets the connection up, writes the request or reads the answer. Each is a
+            # connection error, never a timeout or an HTTP answer.
+            resets = (httpx.ConnectError, httpx.WriteError, httpx.ReadError)
+            with pytest.raises((*resets, httpx.RemoteProtocolError)):
                 client.get("/healthz")
             assert client.get("/healthz").status_code == 200
         assert proxy.taken == {"reset": 1, "pass": 1}
