@@ -288,6 +288,14 @@ def per_value(
     return spread(results, codes)
 
 
+def per_value_mask(
+    values: np.ndarray, text: bool, fn: Callable[[Any], Any], factors: Factors | None = None
+) -> np.ndarray:
+    """bool(fn) of each cell as a bool array, fn called once per distinct value."""
+    codes, results = distinct(values, text, fn, factors)
+    return np.array([bool(r) for r in results], dtype=bool)[codes]
+
+
 def blank_mask(values: np.ndarray, text: bool, factors: Factors | None = None) -> np.ndarray:
     """Cells that are empty or a placeholder ("N/A", "-"), as `is_blank` says."""
     if text or factors is not None:
@@ -297,7 +305,7 @@ def blank_mask(values: np.ndarray, text: bool, factors: Factors | None = None) -
     out = np.equal(types, type(None))  # numpy compares element by element
     strings = np.equal(types, str)
     if strings.any():
-        out[strings] = per_value(values[strings], True, is_blank).astype(bool)
+        out[strings] = per_value_mask(values[strings], True, is_blank)
     return out.astype(bool)
 
 

@@ -30,6 +30,7 @@ from bpsync.ingest.frame import (
     filled,
     parse_numbers,
     per_value,
+    per_value_mask,
     present,
     spread,
     table_chunks,
@@ -264,9 +265,9 @@ class _Chunk:
         chunk = self.chunk
         maybe = np.zeros(self.n, dtype=bool)
         for j in range(min(3, len(chunk.cells))):
-            maybe |= per_value(
+            maybe |= per_value_mask(
                 chunk.cells[j], self.text, lambda v: is_total_row((v,)), chunk.factors(j)
-            ).astype(bool)
+            )
         for pos in np.flatnonzero(maybe):
             if is_total_row([chunk.cell(j, pos) for j in range(3)]):
                 self.problem(

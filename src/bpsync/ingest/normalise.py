@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bpsync.ingest.frame import Chunk, Items, factorize, per_value, truthy
+from bpsync.ingest.frame import Chunk, Items, factorize, per_value, per_value_mask, truthy
 from bpsync.ingest.problems import Problem, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
@@ -200,11 +200,11 @@ class Normaliser:
                 )
             )
 
-        currencies = per_value(
+        currencies = per_value_mask(
             items.currency,
             False,
             lambda c: c is not None and (len(c) != 3 or not c.isalpha()),
-        ).astype(bool)
+        )
         for i in np.flatnonzero(currencies):
             fail(
                 int(i),
