@@ -292,14 +292,16 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
         sums, counts = np.zeros(len(active)), np.zeros(len(active), dtype=np.int64)
         while len(active):
             past = c[k]
-            value = past.copy()
-            scaled = np.flatnonzero(~(own_monthly & monthly[k]))
-            if len(scaled):  # per day, scaled to this reading's length
-                value[scaled] = past[scaled] * own_days[scaled] / days[k[scaled]]
+            both = own_monthly & monthly[k]
+            # Bills of a monthly pair count as they are; others per day, scaled to this one.
+            value = past if both.all() else np.where(both, past, past * own_days / days[k])
             use = past >= 0
-            # Adding 0.0 leaves a sum unchanged (a sum of values >= 0 from +0.0 is never -0.0).
-            sums += np.where(use, value, 0.0)
-            counts += use
+            if use.all():
+                sums += value
+                counts += 1
+            else:  # adding 0.0 leaves a sum unchanged (values >= 0 from +0.0: never -0.0)
+                sums += np.where(use, value, 0.0)
+                counts += use
             k = k + 1
             more = k < end
             if not more.all():
