@@ -128,3 +128,38 @@ def test_known_codes_equal_a_fresh_factorize(cells, text, picks):
         assert not array.flags.writeable  # a cell written later would make the codes wrong
     mask = np.array([i % 2 == 1 for i in range(len(cells))], dtype=bool)
     assert list(take(merging, mask)) == list(merging[mask])  # a mask is not a list of rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.sampled_from([None, "mtr_1", "mtr_2"]), st.sampled_from(["a", "b", " c"])),
+        max_size=30,
+    ),
+    picks=st.lists(st.integers(0, 29), max_size=30),
+)
+def test_first_present_per_pair_equals_row_by_row(pairs, picks):
+    """A meter's id, else its key: per distinct pair when both columns come from the same codes
+    (also after rows are taken from both), row by row otherwise; the same cells either way."""
+    from bpsync.ingest.frame import first_present, spread, take
+
+    ids = np.array([i for i, _ in pairs] + [None], dtype=object)[:-1]
+    keys = np.array([k for _, k in pairs] + [None], dtype=object)[:-1]
+    codes, _ = factorize(np.array([f"{i}|{k}" for i, k in pairs] + [""], dtype=object)[:-1], True)
+    id_of = np.empty(max(codes, default=-1) + 1, dtype=object)
+    key_of = np.empty(len(id_of), dtype=object)
+    for row, code in enumerate(codes):
+        id_of[code], key_of[code] = pairs[row]
+    known_ids, known_keys = spread(id_of, codes), spread(key_of, codes)
+    positions = np.array([p for p in picks if p < len(pairs)], dtype=np.int64)
+    for a, b, want_rows in (
+        (known_ids, known_keys, range(len(pairs))),
+        (take(known_ids, positions), take(known_keys, positions), positions),
+        (_fresh(ids), _fresh(keys), range(len(pairs))),
+    ):
+        got = first_present(a, b)
+        want = [pairs[r][0] if pairs[r][0] is not None else pairs[r][1] for r in want_rows]
+        assert list(got) == want
+        fresh_codes, fresh_values = factorize(_fresh(got), True)
+        known_codes, known_values = factorize(got, True)
+        assert list(known_codes) == list(fresh_codes) and known_values == fresh_values

@@ -242,6 +242,22 @@ def present(values: np.ndarray) -> np.ndarray:
     return np.array([v is not None for v in found], dtype=bool)[codes]
 
 
+def first_present(values: np.ndarray, otherwise: np.ndarray) -> np.ndarray:
+    """`values` where not None, else `otherwise`; per distinct pair when both are known by the
+    same codes (a meter's id, else its key)."""
+    a, b = _KNOWN.recall(values), _KNOWN.recall(otherwise)
+    if a is None or b is None or not _same_codes(a, b):
+        return np.where(np.equal(values, None), otherwise, values)
+    (codes, firsts), (_, seconds) = a, b
+    chosen = np.empty(len(firsts), dtype=object)
+    chosen[:] = [x if x is not None else y for x, y in zip(firsts, seconds, strict=True)]
+    return spread(chosen, codes)
+
+
+def _same_codes(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> bool:
+    return len(a[1]) == len(b[1]) and (a[0] is b[0] or np.array_equal(a[0], b[0]))
+
+
 def truthy(values: np.ndarray) -> np.ndarray:
     """`values.astype(bool)`, asked once per distinct value when the array is known (an object
     column's astype asks each cell)."""

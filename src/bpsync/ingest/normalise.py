@@ -18,7 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from bpsync.ingest.frame import Chunk, Items, factorize, per_value, per_value_mask, truthy
+from bpsync.ingest.frame import (
+    Chunk,
+    Items,
+    factorize,
+    per_value,
+    per_value_mask,
+    spread,
+    take,
+    truthy,
+)
 from bpsync.ingest.problems import Problem, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
@@ -222,7 +231,11 @@ class Normaliser:
                 units, False, lambda u: lookup_unit(u).name if u and lookup_unit(u) else u
             )
             good = np.flatnonzero(ok)
-            return self._take(items, good, consumption, units), keys[good], meter_ids[good]
+            return (
+                self._take(items, good, consumption, units),
+                take(keys, good),
+                take(meter_ids, good),
+            )
         codes, pairs = self._pairs(items)
         infos = [self.resolve(m, b) for m, b in pairs]
         unknown = np.array([isinstance(x, str) for x in infos], dtype=bool)
@@ -276,9 +289,13 @@ class Normaliser:
         id_of = np.array([None if isinstance(x, str) else x.id for x in infos], dtype=object)
         if n:
             units = unit_of[codes]
-            meter_ids = id_of[codes]
+            # Ids and keys per (meter, building) pair, so later steps code them per pair too.
+            meter_ids = spread(id_of, codes)
+            key_of = np.empty(len(pairs), dtype=object)
+            key_of[:] = [m if b is None else _full_key(m, b) for m, b in pairs]
+            keys = spread(key_of, codes)
         good = np.flatnonzero(ok)
-        return self._take(items, good, consumption, units), keys[good], meter_ids[good]
+        return self._take(items, good, consumption, units), take(keys, good), take(meter_ids, good)
 
     @staticmethod
     def _pairs(items: Items) -> tuple[np.ndarray, list[tuple[str, str | None]]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.frame import CHUNK_ROWS, distinct, table_chunks
+from bpsync.ingest.frame import CHUNK_ROWS, distinct, factorize, first_present, table_chunks
 from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import MeterCatalog, Normaliser
@@ -350,7 +350,7 @@ def collect_table(
         order = np.lexsort((items.order, items.row))  # file order: row, then value column
         if np.any(order[1:] < order[:-1]):  # a long layout is in file order already
             items, keys, ids = items.take(order), keys[order], ids[order]
-        named = np.where(np.equal(ids, None), keys, ids)
+        named = first_present(ids, keys)
         group, first = groups.codes(named)
         for pos in first:  # a meter seen for the first time
             meters.append((keys[pos], ids[pos], items.unit[pos]))
@@ -403,7 +403,10 @@ class _Codes:
     def codes(self, values: np.ndarray, none: int | None = None) -> tuple[np.ndarray, list[int]]:
         """(each value's code, the positions where a value was seen for the first time); with
         `none`, None gets that code and is never numbered."""
-        local, distinct = pd.factorize(values, use_na_sentinel=none is not None)
+        if none is None:  # pd.factorize(use_na_sentinel=False), or from the values' known codes
+            local, distinct = factorize(values, True)
+        else:
+            local, distinct = pd.factorize(values, use_na_sentinel=True)
         mapped = np.empty(len(distinct), dtype=np.int64)
         first_seen: list[int] = []
         for j, value in enumerate(distinct):
