@@ -185,3 +185,46 @@ def _hash(path) -> str:
     from bpsync.ingest.importer import file_hash
 
     return file_hash(path)
+
+
+class _RefuseLookups(httpx.AsyncBaseTransport):
+    """The service is reachable for everything but the meter lookups."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path.rstrip("/").endswith("/meters"):
+            raise httpx.ConnectError("refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.timeout(60)
+async def test_lookup_failure_while_the_file_is_read_ends_the_import(
+    service, client, registered, tmp_path
+):
+    """The file is read while its meters are looked up (the reader waits for them only where
+    meters are resolved): a failed lookup reaches the reader too, so the import ends with the
+    lookup's error instead of waiting, and nothing is journaled or sent."""
+    from bpsync.client import APIConnectionError
+    from bpsync.client.base import RetryPolicy
+
+    meters = await meter_ids(client)
+    path = monthly_csv(tmp_path / "bills.csv", {meters[0]: 30, meters[1]: 30}, units=UNITS)
+    async with AsyncServiceClient(
+        service.base_url,
+        service.test_key,
+        profile=PROFILE,
+        transport=_RefuseLookups(),
+        retry=RetryPolicy(max_retries=0),
+    ) as down:
+        with pytest.raises(APIConnectionError):
+            await import_file(down, PROFILE, path)
+    assert await stored_set(client) == []
+    with Journal() as journal:
+        assert journal.latest(target_of(client), _hash(path), None) is None
+    done = await import_file(client, PROFILE, path)  # and the next run imports it
+    assert done.status == "complete" and done.accepted == 60

@@ -134,3 +134,31 @@ def test_meter_ranges_for_the_network_stage(csv_file):
     )
     prepared = prepare(path, "long_csv", catalog=catalog())
     assert prepared.collected.meter_ranges() == {"mtr_e": (D(2023, 3, 1), D(2024, 3, 31))}
+
+
+def test_a_catalog_given_later_reads_the_same_and_is_asked_once(csv_file):
+    """`prepare` may be given a function for the catalog (the importer looks meters up while the
+    file is read): it is called once, when meters are first resolved, and the readings and
+    problems are those of the catalog given at once."""
+    from bpsync.ingest import check, prepare
+
+    path = csv_file(
+        "Meter ID,Start Date,End Date,Consumption,Unit\n"
+        "mtr_e,2024-01-01,2024-01-31,2,MWh\nmtr_x,2024-01-01,2024-01-31,1,kWh\n"
+        "E-1,2024-02-01,2024-02-29,3,kWh\nmtr_w,2024-01-01,2024-01-31,2,kgal\n"
+    )
+    asked = []
+
+    def later():
+        asked.append(1)
+        return catalog()
+
+    given = check(prepare(path, "long_csv", catalog=catalog()), today=D(2025, 1, 1))
+    lazy = check(prepare(path, "long_csv", catalog=later), today=D(2025, 1, 1))
+    assert asked == [1]
+    assert [(p.code, p.row, p.reason) for p in lazy.problems] == [
+        (p.code, p.row, p.reason) for p in given.problems
+    ]
+    assert [(c.meter_id, c.row, c.consumption) for c in lazy.all_candidates()] == [
+        (c.meter_id, c.row, c.consumption) for c in given.all_candidates()
+    ]

@@ -13,6 +13,7 @@ Order of work (dlt's rule: finish pending work before starting new work):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import datetime as dt
 import hashlib
@@ -38,7 +39,7 @@ from bpsync.ingest.meters import (
     plan_meter_creation,
     prefetch_recent,
 )
-from bpsync.ingest.pipeline import check, choose_template, named_meters, prepare
+from bpsync.ingest.pipeline import Prepared, check, choose_template, named_meters, prepare
 from bpsync.ingest.plan import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
 from bpsync.ingest.problems import IngestError, Problem
 from bpsync.ingest.results import (
@@ -279,16 +280,57 @@ async def _new_import(
     note: Callable[[str], None],
 ) -> ImportRecord | ImportSummary:
     meter_map = {**load_meter_map(profile), **(options.meter_links or {})}
-    portfolio = await _lookup(client, path, options, meter_map)
-    # The stored readings newer bills are checked against, fetched while the file is read (the
-    # named meters only: a whole organisation's would be mostly other files' meters).
-    recent = portfolio.latest if portfolio.named else {}
+    read = _reader(path, options)
     with quick_handoffs():
-        async with _background(prefetch_recent(client, recent)) as prefetch:
-            return await _read_and_check(
-                client, journal, profile, path, digest, target, options, note, meter_map,
-                portfolio, prefetch,
-            )  # fmt: skip
+        # The file is read and mapped while its meters are looked up: the reader waits for
+        # them only where meters are resolved (the normaliser).
+        async with _background(_lookup(client, path, options, meter_map)) as lookup:
+            found = _catalog_when_found(lookup)
+            async with _background(asyncio.to_thread(read, found.result)) as reading:
+                portfolio = await lookup
+                # The stored readings newer bills are checked against, fetched while the file
+                # is read (the named meters only: a whole organisation's would be mostly other
+                # files' meters).
+                recent = portfolio.latest if portfolio.named else {}
+                async with _background(prefetch_recent(client, recent)) as prefetch:
+                    return await _read_and_check(
+                        client, journal, profile, path, digest, target, options, note,
+                        meter_map, portfolio, prefetch, reading, read,
+                    )  # fmt: skip
+
+
+def _reader(path: Path, options: ImportOptions) -> Callable[[Any], Prepared]:
+    """`prepare` of the file with a catalog, or a function giving it when it is first needed."""
+
+    def read(catalog: Any) -> Prepared:
+        return prepare(
+            path,
+            options.template,
+            catalog=catalog,
+            template_dirs=options.template_dirs,
+            sheet=options.sheet,
+            include_hidden=options.include_hidden,
+            meter=options.meter,
+        )
+
+    return read
+
+
+def _catalog_when_found(lookup: asyncio.Task[Portfolio]) -> concurrent.futures.Future[Any]:
+    """The lookup's catalog for the reading thread to wait on: its failure or cancellation
+    reaches the thread too, so the thread never waits for a lookup that has ended."""
+    found: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def settle(task: asyncio.Task[Portfolio]) -> None:
+        if task.cancelled():
+            found.cancel()
+        elif task.exception() is not None:
+            found.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            found.set_result(task.result().catalog)
+
+    lookup.add_done_callback(settle)
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -317,22 +359,12 @@ async def _read_and_check(
     meter_map: dict[str, str],
     portfolio: Portfolio,
     prefetch: asyncio.Task[Recent | None],
+    reading: asyncio.Task[Prepared],
+    read: Callable[[Any], Prepared],
 ) -> ImportRecord | ImportSummary:
     """The rest of `_new_import` once the meters are known (its meter map read once, there):
-    read, check, record (or plan)."""
-
-    def read() -> object:
-        return prepare(
-            path,
-            options.template,
-            catalog=portfolio.catalog,
-            template_dirs=options.template_dirs,
-            sheet=options.sheet,
-            include_hidden=options.include_hidden,
-            meter=options.meter,
-        )
-
-    prepared = await asyncio.to_thread(read)
+    the file as `reading` prepared it, checked, recorded (or planned)."""
+    prepared: Any = await reading
     note(prepared.describe())  # type: ignore[attr-defined]
     for n in prepared.notes:  # type: ignore[attr-defined]
         note(n)
@@ -354,7 +386,7 @@ async def _read_and_check(
             for m, mid in zip(creation.create, created, strict=True):
                 note(f"created meter {m.building_name} / {m.name} ({m.type}, {m.unit}): {mid}")
             portfolio = await fetch_portfolio(client, meter_map)
-            prepared = await asyncio.to_thread(read)
+            prepared = await asyncio.to_thread(read, portfolio.catalog)
     collected = prepared.collected  # type: ignore[attr-defined]
     existing = await fetch_existing(
         client, portfolio.building_of, collected.meter_ranges(), portfolio.latest, await prefetch

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,14 +138,26 @@ def _full_key(meter: object, building: object) -> str:
     return f"{building} / {meter}" if building else str(meter)
 
 
+CatalogSource = Callable[[], "MeterCatalog | None"] | None
+"""A catalog still being looked up: called (and waited for) when first needed."""
+
+
 class Normaliser:
     """Meters resolved and units converted per distinct (meter, unit); the file's problems with
     currency, demand, meters and units found here, item by item."""
 
-    def __init__(self, table: Table, by: str, catalog: MeterCatalog | None) -> None:
-        self.table, self.by, self.catalog = table, by, catalog
+    def __init__(self, table: Table, by: str, catalog: MeterCatalog | CatalogSource) -> None:
+        self.table, self.by, self._catalog = table, by, catalog
         self.resolved: dict[tuple[str, str | None], MeterInfo | str] = {}
         self.factors: dict[tuple[str, str, str], float | UnitError | None] = {}
+
+    @property
+    def catalog(self) -> MeterCatalog | None:
+        """The catalog; a function giving it is called once, when meters are first resolved
+        (the importer looks meters up while the file is read)."""
+        if callable(self._catalog):
+            self._catalog = self._catalog()
+        return self._catalog
 
     def resolve(self, meter: str, building: str | None) -> MeterInfo | str:
         found = self.resolved.get((meter, building))

@@ -19,7 +19,7 @@ import pandas as pd
 from bpsync.ingest.frame import CHUNK_ROWS, distinct, factorize, first_present, table_chunks
 from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
-from bpsync.ingest.normalise import MeterCatalog, Normaliser
+from bpsync.ingest.normalise import CatalogSource, MeterCatalog, Normaliser
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
 from bpsync.ingest.readers.xlsx import list_sheets
@@ -161,7 +161,7 @@ def prepare(
     path: str | Path,
     template: str | Template | None = "auto",
     *,
-    catalog: MeterCatalog | None = None,
+    catalog: MeterCatalog | CatalogSource = None,
     template_dirs: Sequence[Path] | None = None,
     sheet: str | None = None,
     include_hidden: bool = False,
@@ -170,7 +170,8 @@ def prepare(
     meter: str | None = None,
 ) -> Prepared:
     """Read, map and normalise a file into per-meter readings and row problems (no network).
-    Raises IngestError when the file as a whole cannot be imported."""
+    `catalog` may be a function giving it, called when meters are first resolved (after the
+    file is read and mapped). Raises IngestError when the file as a whole cannot be imported."""
     table, t = choose_template(
         path,
         template,
@@ -316,7 +317,7 @@ def attach_row_values(problems: Iterable[Problem], table: Table) -> list[Problem
 
 
 def collect_table(
-    table: Table, plan: Plan, catalog: MeterCatalog | None, size: int = CHUNK_ROWS
+    table: Table, plan: Plan, catalog: MeterCatalog | CatalogSource, size: int = CHUNK_ROWS
 ) -> Collected:
     """Read, map, normalise and collect the whole table: chunk by chunk, then every meter's
     readings laid out meter by meter in one set of columns."""
