@@ -228,3 +228,42 @@ async def test_lookup_failure_while_the_file_is_read_ends_the_import(
         assert journal.latest(target_of(client), _hash(path), None) is None
     done = await import_file(client, PROFILE, path)  # and the next run imports it
     assert done.status == "complete" and done.accepted == 60
+
+
+class _RefuseReadingLists(_RefuseLookups):
+    """Meters are found, but the stored readings cannot be listed."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path.rstrip("/").endswith("/readings"):
+            raise httpx.ConnectError("refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+
+@pytest.mark.timeout(60)
+async def test_stored_readings_failing_while_the_check_waits_end_the_import(
+    service, client, registered, tmp_path
+):
+    """The check starts while the stored readings it needs are still arriving: when they cannot
+    be listed the check stops waiting and the import ends with the listing's error, nothing
+    journaled or sent."""
+    from bpsync.client import APIConnectionError
+    from bpsync.client.base import RetryPolicy
+
+    meters = await meter_ids(client)
+    first = monthly_csv(tmp_path / "first.csv", {meters[0]: 3}, units=UNITS)
+    assert (await import_file(client, PROFILE, first)).accepted == 3  # now it holds readings
+    path = monthly_csv(
+        tmp_path / "more.csv", {meters[0]: 6, meters[1]: 6}, dt.date(2022, 4, 1), units=UNITS
+    )
+    async with AsyncServiceClient(
+        service.base_url,
+        service.test_key,
+        profile=PROFILE,
+        transport=_RefuseReadingLists(),
+        retry=RetryPolicy(max_retries=0),
+    ) as down:
+        with pytest.raises(APIConnectionError):
+            await import_file(down, PROFILE, path)
+    with Journal() as journal:
+        assert journal.latest(target_of(client), _hash(path), None) is None
+    assert len(await stored_set(client)) == 3

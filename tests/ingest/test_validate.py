@@ -162,3 +162,79 @@ def test_a_catalog_given_later_reads_the_same_and_is_asked_once(csv_file):
     assert [(c.meter_id, c.row, c.consumption) for c in lazy.all_candidates()] == [
         (c.meter_id, c.row, c.consumption) for c in given.all_candidates()
     ]
+
+
+def _mixed_file(csv_file):
+    """Three meters: one with stored readings (an overlap, an already stored one), one without
+    (a spike), one the service does not know."""
+    return csv_file(
+        "Meter ID,Start Date,End Date,Consumption,Unit\n"
+        + "".join(
+            f"mtr_w,2024-{m:02d}-01,2024-{m:02d}-28,{v},m3\n"
+            for m, v in enumerate([10, 10, 10, 10, 50], start=1)
+        )
+        + "mtr_e,2024-01-01,2024-01-31,5,kWh\nmtr_e,2024-02-15,2024-03-14,5,kWh\n"
+        + "mtr_x,2024-01-01,2024-01-31,1,kWh\nmtr_e,2024-03-15,2024-04-14,5,kWh\n"
+    )
+
+
+_STORED = {
+    "mtr_e": [
+        StoredReading(D(2024, 1, 1), D(2024, 1, 31), 5.0, "rdg_1"),
+        StoredReading(D(2024, 2, 1), D(2024, 2, 29), 7.0, "rdg_2"),
+    ]
+}
+
+
+def _outcome(result):
+    return (
+        [(p.code, p.row, p.reason, p.severity) for p in result.problems],
+        [(c.meter_id, c.row, c.consumption) for c in result.all_candidates()],
+        dict(result.flags),
+        result.already_stored,
+    )
+
+
+def test_stored_readings_arriving_while_the_check_runs_change_nothing(csv_file):
+    """An importer's check starts before the stored readings are all in (ArrivingStored): the
+    meters not waiting for any are checked first, the others as their readings arrive from
+    another thread, and problems, readings, flags and their order are those of a check given
+    every stored reading at once."""
+    import threading
+    import time
+
+    from bpsync.ingest import check, prepare
+    from bpsync.ingest.meters import ArrivingStored
+
+    prepared = prepare(_mixed_file(csv_file), "long_csv", catalog=catalog())
+    at_once = check(prepared, existing=_STORED, today=D(2025, 1, 1))
+    arriving = ArrivingStored(["mtr_e", "mtr_w"])  # mtr_w is awaited but holds nothing
+    assert arriving.awaited() == {"mtr_e": 0, "mtr_w": 1}
+
+    def deliver() -> None:
+        time.sleep(0.05)
+        arriving.deliver({"mtr_w": []})
+        time.sleep(0.05)
+        arriving.deliver(_STORED)
+
+    courier = threading.Thread(target=deliver)
+    courier.start()
+    later = check(prepared, existing=arriving, today=D(2025, 1, 1))
+    courier.join()
+    assert _outcome(later) == _outcome(at_once)
+    assert arriving.awaited() == {} and dict(arriving) == {"mtr_w": [], **_STORED}
+
+
+def test_a_failed_fetch_ends_a_check_waiting_for_it(csv_file):
+    import threading
+
+    import pytest
+
+    from bpsync.ingest import check, prepare
+    from bpsync.ingest.meters import ArrivingStored, StoredUnavailable
+
+    prepared = prepare(_mixed_file(csv_file), "long_csv", catalog=catalog())
+    arriving = ArrivingStored(["mtr_e"])
+    threading.Timer(0.05, arriving.fail).start()
+    with pytest.raises(StoredUnavailable):
+        check(prepared, existing=arriving, today=D(2025, 1, 1))

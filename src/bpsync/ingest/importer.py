@@ -29,13 +29,16 @@ from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.interrupt import Interrupts
 from bpsync.ingest.journal import ImportRecord, Journal, NewRow
 from bpsync.ingest.meters import (
+    ArrivingStored,
     Portfolio,
     Recent,
+    StoredUnavailable,
     create_meters,
-    fetch_existing,
+    feed_existing,
     fetch_named,
     fetch_portfolio,
     load_meter_map,
+    meters_to_check,
     plan_meter_creation,
     prefetch_recent,
 )
@@ -291,12 +294,37 @@ async def _new_import(
                 # The stored readings newer bills are checked against, fetched while the file
                 # is read (the named meters only: a whole organisation's would be mostly other
                 # files' meters).
-                recent = portfolio.latest if portfolio.named else {}
+                recent = Recent.reaching_back(portfolio.latest if portfolio.named else {})
                 async with _background(prefetch_recent(client, recent)) as prefetch:
                     return await _read_and_check(
                         client, journal, profile, path, digest, target, options, note,
-                        meter_map, portfolio, prefetch, reading, read,
+                        meter_map, portfolio, (recent, prefetch), reading, read,
                     )  # fmt: skip
+
+
+async def _check_as_stored_arrive(
+    client: AsyncServiceClient,
+    portfolio: Portfolio,
+    prepared: Prepared,
+    prefetched: tuple[Recent, asyncio.Task[Recent | None]],
+    today: dt.date,
+) -> tuple[Any, ArrivingStored]:
+    """`check` in a thread while the stored readings it needs arrive (`feed_existing`): meters
+    without any are checked at once, the others as their readings come in. A failed fetch
+    ends the check and is raised here."""
+    recent, prefetch = prefetched
+    ranges = prepared.collected.meter_ranges()
+    building_of, latest = portfolio.building_of, portfolio.latest
+    arriving = ArrivingStored(meters_to_check(ranges, building_of, latest))
+    feed = feed_existing(client, building_of, ranges, latest, recent, prefetch, arriving)
+    async with _background(feed) as feeding:
+        try:
+            result = await asyncio.to_thread(check, prepared, existing=arriving, today=today)
+        except StoredUnavailable:
+            await feeding  # raises why the readings could not be fetched
+            raise
+        await feeding
+    return result, arriving
 
 
 def _reader(path: Path, options: ImportOptions) -> Callable[[Any], Prepared]:
@@ -358,7 +386,7 @@ async def _read_and_check(
     note: Callable[[str], None],
     meter_map: dict[str, str],
     portfolio: Portfolio,
-    prefetch: asyncio.Task[Recent | None],
+    prefetched: tuple[Recent, asyncio.Task[Recent | None]],
     reading: asyncio.Task[Prepared],
     read: Callable[[Any], Prepared],
 ) -> ImportRecord | ImportSummary:
@@ -388,11 +416,8 @@ async def _read_and_check(
             portfolio = await fetch_portfolio(client, meter_map)
             prepared = await asyncio.to_thread(read, portfolio.catalog)
     collected = prepared.collected  # type: ignore[attr-defined]
-    existing = await fetch_existing(
-        client, portfolio.building_of, collected.meter_ranges(), portfolio.latest, await prefetch
-    )
     today = options.today or dt.datetime.now(dt.UTC).date()
-    result = await asyncio.to_thread(check, prepared, existing=existing, today=today)  # type: ignore[arg-type]
+    result, existing = await _check_as_stored_arrive(client, portfolio, prepared, prefetched, today)
 
     rows: list[NewRow] = []
     # A dry run plans from counts: 100,000 readings need not become rows nobody stores.

@@ -13,9 +13,11 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bpsync.client.errors import NotFoundError
 from bpsync.client.readings import MAX_READINGS_PER_PAGE
@@ -199,23 +201,39 @@ _RECENT_REACH = dt.timedelta(days=400)
 @dataclass
 class Recent:
     """Stored readings fetched before the file was read: per meter, those starting on or after
-    `since[meter]` (`prefetch_recent`)."""
+    `since[meter]` (`prefetch_recent`). `done` holds the meters whose readings are all in, and
+    each listener hears of a group of meters as it completes (on the event loop)."""
 
     since: dict[str, dt.date]
     readings: dict[str, list[StoredReading]]
     requests: int = 0
+    done: set[str] = field(default_factory=set)
+    listeners: list[Callable[[list[str]], None]] = field(default_factory=list)
+
+    @classmethod
+    def reaching_back(cls, latest: Mapping[str, dt.date | None]) -> Recent:
+        """What `prefetch_recent` will fetch for meters whose latest readings are `latest`."""
+        since = {m: d - _RECENT_REACH for m, d in latest.items() if d is not None}
+        return cls(since, {m: [] for m in since})
+
+    def order(self) -> list[str]:
+        """The meters in the order their readings are fetched (oldest reach first)."""
+        return sorted(self.since, key=lambda m: self.since[m])
+
+    def completed(self, ids: list[str]) -> None:
+        self.done.update(ids)
+        for listener in list(self.listeners):
+            listener(ids)
 
 
-async def prefetch_recent(
-    client: AsyncServiceClient, latest: Mapping[str, dt.date | None]
-) -> Recent | None:
-    """Each meter's readings of the 400 days before its latest one (`latest_reading_date` from
-    the lookups), fetched while the file is still being read: the readings a file of newer bills
-    is checked against. `fetch_existing` takes them for every meter whose range they cover and
-    asks for the others. None from a service without the many-meter list (C3)."""
-    since = {m: d - _RECENT_REACH for m, d in latest.items() if d is not None}
-    out = Recent(since, {m: [] for m in since})
-    ordered = sorted(since, key=lambda m: since[m])
+async def prefetch_recent(client: AsyncServiceClient, out: Recent) -> Recent | None:
+    """Each meter's readings of the 400 days before its latest one (`Recent.reaching_back` of
+    the lookups' `latest_reading_date`), fetched while the file is still being read: the
+    readings a file of newer bills is checked against. `feed_existing` takes them for every
+    meter whose range they cover and asks for the others. None from a service without the
+    many-meter list (C3)."""
+    since = out.since
+    ordered = out.order()
 
     async def group(ids: list[str]) -> None:
         seen = 0
@@ -227,12 +245,136 @@ async def prefetch_recent(
                     StoredReading(r.start_date, r.end_date, r.consumption, r.id)
                 )
         out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
+        out.completed(ids)
 
     try:
-        await _gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
+        # Two groups at a time: the service answers one request after another anyway, and
+        # groups then complete one after another, so a check can start on the first ones.
+        groups = (group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
+        await _gather_limited(groups, limit=2)
     except NotFoundError:
         return None  # a service before C3
     return out
+
+
+class StoredUnavailable(Exception):
+    """The stored readings a check waited for could not be fetched (`feed_existing` raises why)."""
+
+
+class ArrivingStored(Mapping[str, list[StoredReading]]):
+    """Stored readings per meter for a check running in another thread, delivered as the
+    service's pages arrive: `get` answers at once for a meter nobody is fetching, and waits for
+    one that is being fetched (StoredUnavailable if the fetch fails). `requests` counts the
+    lists that found them."""
+
+    def __init__(self, awaited: Iterable[str] = ()) -> None:
+        self._changed = threading.Condition()
+        self._found: dict[str, list[StoredReading]] = {}
+        self._awaited = dict.fromkeys(awaited)  # in the order they are expected
+        self._failed = False
+        self.requests = 0
+
+    def awaited(self) -> dict[str, int]:
+        """The meters whose readings are still on their way, by expected arrival (0 first)."""
+        with self._changed:
+            return {m: rank for rank, m in enumerate(self._awaited)}
+
+    def deliver(self, found: Mapping[str, list[StoredReading]]) -> None:
+        with self._changed:
+            self._found.update(found)
+            for meter in found:
+                self._awaited.pop(meter, None)
+            self._changed.notify_all()
+
+    def fail(self) -> None:
+        with self._changed:
+            self._failed = True
+            self._changed.notify_all()
+
+    def get(self, meter: str, default: Any = ()) -> Any:  # type: ignore[override]
+        with self._changed:
+            while meter in self._awaited and not self._failed:
+                self._changed.wait()
+            if meter in self._awaited:
+                raise StoredUnavailable(meter)
+            return self._found.get(meter, default)
+
+    def __getitem__(self, meter: str) -> list[StoredReading]:
+        found = self.get(meter, None)
+        if found is None:
+            raise KeyError(meter)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        with self._changed:
+            return iter(list(self._found))
+
+    def __len__(self) -> int:
+        with self._changed:
+            return len(self._found)
+
+
+def meters_to_check(
+    ranges: Mapping[str, tuple[dt.date, dt.date]],
+    building_of: Mapping[str, str],
+    latest: Mapping[str, dt.date | None] | None,
+) -> list[str]:
+    """The file's meters whose stored readings the checks need (`fetch_existing`'s rule)."""
+    return [m for m in ranges if m in building_of and _may_hold(m, ranges[m][0], latest)]
+
+
+async def feed_existing(
+    client: AsyncServiceClient,
+    building_of: Mapping[str, str],
+    ranges: Mapping[str, tuple[dt.date, dt.date]],
+    latest: Mapping[str, dt.date | None] | None,
+    recent: Recent,
+    prefetch: asyncio.Future[Recent | None],
+    arriving: ArrivingStored,
+) -> None:
+    """`fetch_existing` delivered meter group by meter group into `arriving` while a check
+    reads it: the prefetch's groups as each completes, the meters it does not cover (a file
+    reaching further back) from their own lists. On any failure the check is told, then the
+    failure raised here."""
+    try:
+        meters = meters_to_check(ranges, building_of, latest)
+        covered = {m for m in meters if m in recent.since and recent.since[m] <= ranges[m][0]}
+
+        def from_recent(ids: Iterable[str]) -> None:
+            arriving.deliver(
+                {
+                    m: [
+                        r
+                        for r in recent.readings[m]
+                        if r.start >= ranges[m][0] and r.end <= ranges[m][1] + _LONGEST_STORED
+                    ]
+                    for m in ids
+                    if m in covered
+                }
+            )
+
+        recent.listeners.append(from_recent)  # groups completing from now on
+        from_recent(list(recent.done))  # and those already in
+        rest = {m: ranges[m] for m in meters if m not in covered}
+        extra = asyncio.ensure_future(fetch_existing(client, building_of, rest, latest))
+        try:
+            got = await prefetch
+            if got is None and covered:  # a service before C3: the covered meters one by one
+                each = await fetch_existing(
+                    client, building_of, {m: ranges[m] for m in covered}, latest
+                )
+                arriving.deliver(each)
+                arriving.requests += each.requests
+            arriving.requests += got.requests if got is not None else 0
+            found = await extra
+        finally:
+            if not extra.done():
+                extra.cancel()
+        arriving.deliver(found)
+        arriving.requests += found.requests
+    except BaseException:
+        arriving.fail()
+        raise
 
 
 async def fetch_existing(

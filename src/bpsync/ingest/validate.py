@@ -386,14 +386,25 @@ def validate(
         for i, p in enumerate(collected.problems)
     ]
     context = Context(where, last_allowed, consumption_column, keyed)
+    # Stored readings still arriving (an importer's ArrivingStored): the meters not waiting for
+    # any go first, and those without stored readings are checked before the rest arrive.
+    # Problems are keyed by the meter's place in the file, so the order checked changes nothing.
+    awaited = getattr(existing, "awaited", None)
+    later = awaited() if callable(awaited) else frozenset()
+    meters = sorted(enumerate(collected.meters.items()), key=lambda pm: pm[1][1].meter_id in later)
     plain: list[tuple[int, str, _MeterSet]] = []
-    for position, (key, m) in enumerate(collected.meters.items()):
-        stored = existing.get(m.meter_id, ()) if existing and m.meter_id else ()
+    plain_later: list[tuple[int, str, _MeterSet]] = []
+    ready_checked = False
+    for position, (key, m) in meters:
+        if m.meter_id in later and not ready_checked:
+            check_meters(result, context, plain)
+            ready_checked = True
+        stored = existing.get(m.meter_id, ()) if existing is not None and m.meter_id else ()
         if stored:
             _check_meter_with_stored(result, context, position, key, m, stored)
         else:
-            plain.append((position, key, m))
-    check_meters(result, context, plain)
+            (plain_later if ready_checked else plain).append((position, key, m))
+    check_meters(result, context, sorted(plain_later) if ready_checked else plain)
     result.accepted = {key: result.accepted[key] for key in collected.meters}  # file order
     keyed.sort(key=lambda kp: kp[0])
     result.problems = [p for _, p in keyed]
