@@ -390,8 +390,10 @@ def validate(
     # any go first, and those without stored readings are checked before the rest arrive.
     # Problems are keyed by the meter's place in the file, so the order checked changes nothing.
     awaited = getattr(existing, "awaited", None)
-    later = awaited() if callable(awaited) else frozenset()
-    meters = sorted(enumerate(collected.meters.items()), key=lambda pm: pm[1][1].meter_id in later)
+    later: dict[str, int] = awaited() if callable(awaited) else {}  # meter → expected arrival
+    meters = sorted(
+        enumerate(collected.meters.items()), key=lambda pm: later.get(pm[1][1].meter_id, -1)
+    )
     plain: list[tuple[int, str, _MeterSet]] = []
     plain_later: list[tuple[int, str, _MeterSet]] = []
     ready_checked = False
