@@ -209,23 +209,10 @@ async def test_lookup_failure_while_the_file_is_read_ends_the_import(
     """The file is read while its meters are looked up (the reader waits for them only where
     meters are resolved): a failed lookup reaches the reader too, so the import ends with the
     lookup's error instead of waiting, and nothing is journaled or sent."""
-    from bpsync.client import APIConnectionError
-    from bpsync.client.base import RetryPolicy
-
     meters = await meter_ids(client)
     path = monthly_csv(tmp_path / "bills.csv", {meters[0]: 30, meters[1]: 30}, units=UNITS)
-    async with AsyncServiceClient(
-        service.base_url,
-        service.test_key,
-        profile=PROFILE,
-        transport=_RefuseLookups(),
-        retry=RetryPolicy(max_retries=0),
-    ) as down:
-        with pytest.raises(APIConnectionError):
-            await import_file(down, PROFILE, path)
+    await _import_refused(service, _RefuseLookups(), path, client)
     assert await stored_set(client) == []
-    with Journal() as journal:
-        assert journal.latest(target_of(client), _hash(path), None) is None
     done = await import_file(client, PROFILE, path)  # and the next run imports it
     assert done.status == "complete" and done.accepted == 60
 
@@ -246,24 +233,30 @@ async def test_stored_readings_failing_while_the_check_waits_end_the_import(
     """The check starts while the stored readings it needs are still arriving: when they cannot
     be listed the check stops waiting and the import ends with the listing's error, nothing
     journaled or sent."""
-    from bpsync.client import APIConnectionError
-    from bpsync.client.base import RetryPolicy
-
     meters = await meter_ids(client)
     first = monthly_csv(tmp_path / "first.csv", {meters[0]: 3}, units=UNITS)
     assert (await import_file(client, PROFILE, first)).accepted == 3  # now it holds readings
     path = monthly_csv(
         tmp_path / "more.csv", {meters[0]: 6, meters[1]: 6}, dt.date(2022, 4, 1), units=UNITS
     )
+    await _import_refused(service, _RefuseReadingLists(), path, client)
+    assert len(await stored_set(client)) == 3
+
+
+async def _import_refused(service, transport, path, client) -> None:
+    """Importing `path` through `transport` (no retries) ends with its connection error, and
+    nothing is journaled."""
+    from bpsync.client import APIConnectionError
+    from bpsync.client.base import RetryPolicy
+
     async with AsyncServiceClient(
         service.base_url,
         service.test_key,
         profile=PROFILE,
-        transport=_RefuseReadingLists(),
+        transport=transport,
         retry=RetryPolicy(max_retries=0),
     ) as down:
         with pytest.raises(APIConnectionError):
             await import_file(down, PROFILE, path)
     with Journal() as journal:
         assert journal.latest(target_of(client), _hash(path), None) is None
-    assert len(await stored_set(client)) == 3
