@@ -471,7 +471,7 @@ def _greenbutton_cases() -> list[Case]:
 def _sample_cases() -> list[Case]:
     folder = package_dir("sample_data")
     out = []
-    for name in sorted(p.name for p in folder.iterdir()):
+    for name in sorted(p.name for p in folder.iterdir() if p.is_file()):  # not __pycache__
         if name.endswith((".md", ".py")) or name == "portfolio_register.xlsx":
             continue
 
