@@ -113,6 +113,10 @@ def test_list_pagination_defaults_edges_and_maximum(
     assert [p["name"] for p in r["data"]] == ["P6"]
     past = ok(checked.get("/v1/properties", params={"per_page": 3, "page": 4}))
     assert past["data"] == [] and past["meta"]["total"] == 7
+    # A short page tells the total itself; full pages (the list may go on) count it.
+    for per_page, page, shown in ((3, 1, 3), (3, 2, 3), (7, 1, 7), (8, 1, 7), (6, 2, 1)):
+        r = ok(checked.get("/v1/properties", params={"per_page": per_page, "page": page}))
+        assert len(r["data"]) == shown and r["meta"]["total"] == 7, (per_page, page)
     assert ok(checked.get("/v1/properties", params={"per_page": 200}))["meta"]["per_page"] == 200
     for params in ({"per_page": 201}, {"per_page": 0}, {"page": 0}, {"page": "x"}):
         r = checked.get("/v1/properties", params=params)

@@ -151,13 +151,20 @@ def paginate(
     session: Session, query: Select[Any], params: PageParams, *, rows: bool = False
 ) -> tuple[list[Any], int]:
     """The page's items and the query's total. `rows`: the query selects table columns (Core),
-    and the items are its rows (attribute access by column name) rather than ORM objects."""
-    count = select(func.count()).select_from(query.order_by(None).subquery())
+    and the items are its rows (attribute access by column name) rather than ORM objects.
+    A page that ends the list (some items, fewer than a page) tells the total itself; only
+    full and empty pages count the query (a list's last page, often its only one, costs one
+    query instead of two)."""
     page = query.limit(params.per_page).offset(params.offset)
     if rows:
         connection = session.connection()
-        return list(connection.execute(page).all()), connection.execute(count).scalar() or 0
-    return list(session.scalars(page).all()), session.scalar(count) or 0
+        items = list(connection.execute(page).all())
+    else:
+        items = list(session.scalars(page).all())
+    if 0 < len(items) < params.per_page:
+        return items, params.offset + len(items)
+    count = select(func.count()).select_from(query.order_by(None).subquery())
+    return items, session.connection().execute(count).scalar() or 0
 
 
 def json_page(items: list[dict[str, Any]], params: PageParams, total: int) -> Response:
