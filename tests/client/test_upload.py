@@ -4,12 +4,15 @@ named by its index, and the size limit checked before sending."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
+import httpx
 import pytest
 
 from bpsync.client import AsyncServiceClient
 from tests.client.test_endpoints import make_meter
+from tests.conftest import Service
 
 pytestmark = pytest.mark.anyio
 
@@ -83,3 +86,57 @@ async def test_readings_of_many_meters(client: AsyncServiceClient) -> None:
     assert not hasattr(spans[0], "unit") and spans[0].model_extra is None
     with pytest.raises(ValueError, match="not 201"):
         client.readings.spans_many([f"mtr_{i}" for i in range(201)])
+
+
+async def test_pages_asked_ahead_are_the_pages_in_order(service: Service) -> None:
+    """`pages(ahead=2)`: once the first page gives the count, the next two are asked for at
+    once; the pages come back in order, the same as one at a time, with the same requests."""
+
+    class Watching(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx.AsyncHTTPTransport()
+            self.pages: list[str] = []
+            self.in_flight = self.most_in_flight = 0
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/v1/readings":
+                self.pages.append(request.url.params["page"])
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                response = await self.inner.handle_async_request(request)
+                await response.aread()
+                return response
+            finally:
+                self.in_flight -= 1
+
+    async with AsyncServiceClient(service.base_url, service.test_key) as c:
+        _, building_id, meter = await make_meter(c)
+        first = dt.date(2020, 1, 1)
+        rows = [
+            {"start_date": str(d), "end_date": str(d), "consumption": float(n)}
+            for n, d in enumerate(first + dt.timedelta(days=k) for k in range(7))
+        ]
+        await c.readings.create_batch(building_id, meter, rows)
+    results = {}
+    for ahead in (0, 2):
+        watching = Watching()
+        async with AsyncServiceClient(service.base_url, service.test_key, transport=watching) as c:
+            pages = [
+                [r.consumption for r in page.items]
+                async for page in c.readings.spans_many([meter], per_page=2).pages(ahead=ahead)
+            ]
+        results[ahead] = (pages, sorted(watching.pages), watching.most_in_flight)
+    assert results[0][0] == results[2][0] == [[0, 1], [2, 3], [4, 5], [6]]
+    assert results[0][1] == results[2][1] == ["1", "2", "3", "4"]
+    assert results[0][2] == 1 and results[2][2] == 2
+
+    # Leaving early cancels what was asked ahead: nothing is left running.
+    async with AsyncServiceClient(service.base_url, service.test_key) as c:
+        walk = c.readings.spans_many([meter], per_page=2).pages(ahead=2)
+        async for page in walk:
+            if page.meta.page == 2:
+                break
+        await walk.aclose()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert not [t for t in tasks if "fetch" in repr(t.get_coro())]

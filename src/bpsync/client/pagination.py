@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -46,14 +48,35 @@ class AsyncPaginator(Generic[T]):
     def __await__(self) -> Generator[Any, None, Page[T]]:
         return self._fetch(self.page, self.per_page).__await__()
 
-    async def pages(self) -> AsyncIterator[Page[T]]:
+    async def pages(self, *, ahead: int = 0) -> AsyncIterator[Page[T]]:
+        """The pages in order. With `ahead`, once the first page tells how many there are, up to
+        that many of the next pages are requested at once (still yielded in order): a list of
+        several pages then costs two round trips, not one per page."""
         number = self.page
-        while True:
-            page = await self._fetch(number, self.per_page)
-            yield page
-            if not page.items or not page.has_next:
-                return
-            number += 1
+        page = await self._fetch(number, self.per_page)
+        yield page
+        if ahead < 1:
+            while page.items and page.has_next:
+                number += 1
+                page = await self._fetch(number, self.per_page)
+                yield page
+            return
+        last, asked = page.meta.total_pages, number
+        waiting: deque[asyncio.Future[Page[T]]] = deque()
+        try:
+            while page.items:
+                while len(waiting) < ahead and asked < last:
+                    asked += 1
+                    waiting.append(asyncio.ensure_future(self._fetch(asked, self.per_page)))
+                if not waiting:
+                    return
+                page = await waiting.popleft()
+                yield page
+                last = max(last, page.meta.total_pages)  # the list may have grown meanwhile
+        finally:
+            for future in waiting:
+                future.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
 
     async def __aiter__(self) -> AsyncIterator[T]:
         async for page in self.pages():

@@ -238,12 +238,14 @@ async def prefetch_recent(client: AsyncServiceClient, out: Recent) -> Recent | N
     async def group(ids: list[str]) -> None:
         seen = 0
         start = min(since[m] for m in ids)
-        async for r in client.readings.spans_many(ids, start_date=start):
-            seen += 1
-            if r.start_date >= since[r.meter_id]:
-                out.readings[r.meter_id].append(
-                    StoredReading(r.start_date, r.end_date, r.consumption, r.id)
-                )
+        # A group's later pages are asked for together once the first tells how many there are.
+        async for page in client.readings.spans_many(ids, start_date=start).pages(ahead=2):
+            for r in page.items:
+                seen += 1
+                if r.start_date >= since[r.meter_id]:
+                    out.readings[r.meter_id].append(
+                        StoredReading(r.start_date, r.end_date, r.consumption, r.id)
+                    )
         out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
         out.completed(ids)
 
