@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpsync.ingest import IngestError, Problem, check_file, load_template, map_table, open_table
 from bpsync.ingest.mapping import MappedRow
@@ -211,3 +213,52 @@ def test_suggest_and_save_a_template_for_an_unknown_file(csv_file, tmp_path):
     assert not problems and rows[0].unit == "kWh" and rows[0].meter_key == "M-7"
     assert path.read_text().startswith('name = "my_export"')
     assert match_template([parse_header(h, i) for i, h in enumerate(headers)], [t]) is not None
+
+
+# Cells a utility export's number columns hold: whole numbers (proving nothing), grouped
+# thousands either way, decimals either way, currency, blanks and placeholders.
+DECIMAL_CELLS = st.sampled_from(
+    ["1003", "1,234", "1.234", "12,5", "12.5", "1.234,56", "1,234.56", "$1,234.50", "", "N/A",
+     " 7 ", "-3,25", "(12.50)", "0,0001", "abc"]
+)  # fmt: skip
+
+
+@given(
+    rows=st.lists(
+        st.tuples(DECIMAL_CELLS, DECIMAL_CELLS, st.sampled_from(["full", "short", "blank"])),
+        max_size=60,
+    ),
+    limit=st.integers(1, 9),
+)
+@settings(max_examples=150, deadline=None)
+def test_the_decimal_scan_over_chunks_sees_what_the_row_scan_sees(rows, limit, tmp_path_factory):
+    """A CSV's decimal evidence is gathered from its column chunks: the same counts, the same
+    first example of each kind and the same stopping point (`limit` cells with proof, or 20
+    times that without) as reading it row by row, blank lines and short rows included."""
+    from bpsync.ingest.mapping import (
+        _decimal_evidence_by_chunks,
+        _decimal_evidence_by_rows,
+        resolve_columns,
+    )
+
+    lines = ["Meter,Start,End,Unit,Usage,Cost"]
+    for n, (usage, cost, shape) in enumerate(rows):
+        if shape == "blank":
+            lines.append("")
+        elif shape == "short":
+            lines.append(f"m{n},2024-01-01,2024-01-31,kWh,{_quoted(usage)}")
+        else:
+            lines.append(f"m{n},2024-01-01,2024-01-31,kWh,{_quoted(usage)},{_quoted(cost)}")
+    path = tmp_path_factory.mktemp("dec") / "bills.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = open_table(path)
+    template = tpl(columns={"cost": "Cost"})
+    columns = resolve_columns(table, template)
+    idx = [columns.fields["consumption"].index, columns.fields["cost"].index]
+    assert _decimal_evidence_by_chunks(table, idx, limit) == _decimal_evidence_by_rows(
+        table, idx, limit
+    )
+
+
+def _quoted(cell: str) -> str:
+    return f'"{cell}"' if "," in cell else cell

@@ -263,36 +263,101 @@ _DOT_DECIMAL = re.compile(
 )
 
 
-def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str, str | None]:
-    """For decimal = "auto": "," or "." from the number cells typed as text, as dates are decided.
-    "1.234,5" or "12,5" prove a decimal comma; "1,234.5" or "12.5" a decimal point; "1,234" and
-    "1.234" prove nothing. Both kinds in one file is an error (the file must be split or the
-    template must say). Returns the separator and a note for the dry run."""
-    idx = [
-        columns.fields[f].index for f in ("consumption", "cost", "demand") if f in columns.fields
-    ] + [h.index for h, _, _ in columns.values]
-    comma = dot = texts = 0
+def _decimal_kind(value: object) -> int:
+    """0: not text; 1: text proving nothing; 2: a decimal comma; 3: a decimal point."""
+    if type(value) is not str:
+        return 0
+    text = value.strip().strip("$€£ ").strip()
+    if _COMMA_DECIMAL.match(text):
+        return 2
+    if _DOT_DECIMAL.match(text):
+        return 3
+    return 1
+
+
+def _stops(seen: int, texts: int, proof: int, limit: int) -> bool:
+    # Past `limit` cells with proof or with no number typed as text (a workbook of real
+    # numbers); else up to 20 times `limit` (numbers that never prove a convention, such as
+    # whole numbers, are read the same either way).
+    return (seen >= limit and (proof > 0 or texts == 0)) or seen >= 20 * limit
+
+
+def _decimal_evidence_by_rows(
+    table: Table, idx: list[int], limit: int
+) -> tuple[int, int, dict[str, str]]:
+    comma = dot = texts = seen = 0
     example: dict[str, str] = {}
-    seen = 0
     for row in table.rows():
         for i in idx:
             value = row.cells[i] if i < len(row.cells) else None
             seen += 1  # every cell counts: a sheet of real numbers is not read twice in full
-            if type(value) is not str:
-                continue
-            texts += 1
-            text = value.strip().strip("$€£ ").strip()
-            if _COMMA_DECIMAL.match(text):
+            kind = _decimal_kind(value)
+            texts += kind > 0
+            if kind == 2:
                 comma += 1
-                example.setdefault(",", value)
-            elif _DOT_DECIMAL.match(text):
+                example.setdefault(",", value)  # type: ignore[arg-type]
+            elif kind == 3:
                 dot += 1
-                example.setdefault(".", value)
-        # Past `limit` cells with proof or with no number typed as text (a workbook of real
-        # numbers); else up to 20 times `limit` (numbers that never prove a convention, such as
-        # whole numbers, are read the same either way).
-        if (seen >= limit and (comma or dot or not texts)) or seen >= 20 * limit:
+                example.setdefault(".", value)  # type: ignore[arg-type]
+        if _stops(seen, texts, comma + dot, limit):
             break
+    return comma, dot, example
+
+
+def _decimal_evidence_by_chunks(
+    table: Table, idx: list[int], limit: int
+) -> tuple[int, int, dict[str, str]]:
+    """`_decimal_evidence_by_rows` over a CSV's column chunks: each distinct cell is judged once
+    and the rows' running counts find the same stopping row (a file of whole numbers is read
+    up to 100,000 cells, which row by row cost a third of a second)."""
+    import numpy as np
+
+    from bpsync.ingest.frame import table_chunks
+
+    comma = dot = texts = seen = 0
+    example: dict[str, str] = {}
+    for chunk in table_chunks(table):
+        n = len(chunk)
+        if not n or not idx:
+            continue
+        kinds = np.empty((n, len(idx)), dtype=np.int8)
+        for j, i in enumerate(idx):
+            codes, uniques = chunk.factors(i)
+            kinds[:, j] = np.array([_decimal_kind(u) for u in uniques], dtype=np.int8)[codes]
+        seen_at = seen + len(idx) * np.arange(1, n + 1)
+        texts_at = texts + np.cumsum((kinds > 0).sum(axis=1))
+        proof_at = comma + dot + np.cumsum((kinds >= 2).sum(axis=1))
+        stop = ((seen_at >= limit) & ((proof_at > 0) | (texts_at == 0))) | (seen_at >= 20 * limit)
+        stopped = bool(stop.any())
+        end = int(np.argmax(stop)) + 1 if stopped else n
+        taken = kinds[:end]
+        for kind, sign in ((2, ","), (3, ".")):
+            if sign not in example and (taken == kind).any():
+                row, j = divmod(int(np.argmax((taken == kind).ravel())), len(idx))
+                example[sign] = chunk.cell(idx[j], row)
+        seen, texts = int(seen_at[end - 1]), int(texts_at[end - 1])
+        comma += int((taken == 2).sum())
+        dot += int((taken == 3).sum())
+        if stopped:
+            break
+    return comma, dot, example
+
+
+def scan_decimal(table: Table, columns: Columns, limit: int = 5000) -> tuple[str, str | None]:
+    """For decimal = "auto": "," or "." from the number cells typed as text, as dates are decided.
+    "1.234,5" or "12,5" prove a decimal comma; "1,234.5" or "12.5" a decimal point; "1,234" and
+    "1.234" prove nothing. Both kinds in one file is an error (the file must be split or the
+    template must say). Returns the separator and a note for the dry run. A CSV is read in its
+    column chunks; a workbook, whose numbers are rarely text, row by row (it stops early)."""
+    idx = [
+        columns.fields[f].index for f in ("consumption", "cost", "demand") if f in columns.fields
+    ] + [h.index for h, _, _ in columns.values]
+    evidence = (
+        _decimal_evidence_by_chunks
+        if table.kind == "csv" and table.chunks is not None
+        else _decimal_evidence_by_rows
+    )
+    comma, dot, example = evidence(table, idx, limit)
     if comma and dot:
         raise IngestError(
             f"numbers cannot be read safely: {example[',']!r} has a decimal comma but "
