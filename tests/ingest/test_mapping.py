@@ -236,8 +236,9 @@ def test_the_decimal_scan_over_chunks_sees_what_the_row_scan_sees(rows, limit, t
     first example of each kind and the same stopping point (`limit` cells with proof, or 20
     times that without) as reading it row by row, blank lines and short rows included."""
     from bpsync.ingest.mapping import (
-        _decimal_evidence_by_chunks,
-        _decimal_evidence_by_rows,
+        _Evidence,
+        _evidence_by_chunks,
+        _evidence_by_rows,
         resolve_columns,
     )
 
@@ -255,9 +256,16 @@ def test_the_decimal_scan_over_chunks_sees_what_the_row_scan_sees(rows, limit, t
     template = tpl(columns={"cost": "Cost"})
     columns = resolve_columns(table, template)
     idx = [columns.fields["consumption"].index, columns.fields["cost"].index]
-    assert _decimal_evidence_by_chunks(table, idx, limit) == _decimal_evidence_by_rows(
-        table, idx, limit
-    )
+    by_rows = _Evidence(limit)
+    _evidence_by_rows(table, idx, by_rows, 20 * limit)
+    # Chunks from the first row, and chunks carrying on from where `limit` cells ended.
+    by_chunks = _Evidence(limit)
+    _evidence_by_chunks(table, idx, by_chunks)
+    carried = _Evidence(limit)
+    _evidence_by_rows(table, idx, carried, limit)
+    if not carried.done:
+        _evidence_by_chunks(table, idx, carried)
+    assert by_chunks == by_rows and carried == by_rows
 
 
 def _quoted(cell: str) -> str:
