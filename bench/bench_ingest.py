@@ -13,8 +13,8 @@ measurement:
   average for spike/drop, each a whole-column operation (`pipe` below): like with like;
 - for the XLSX, calamine's raw read of the sheet (`to_python`), the floor any reader pays.
 Every runner imports from compiled bytecode, as an installed package does (pip compiles at
-install, and an editable checkout writes its own on first use): bpsync's modules are compiled
-into a private cache first, so a shell that sets PYTHONDONTWRITEBYTECODE (this sandbox does)
+install, and an editable checkout writes its own on first use): bpsync's sources are compiled
+first (into their __pycache__), so a shell that sets PYTHONDONTWRITEBYTECODE (this sandbox does)
 does not make each fresh process compile bpsync from source (about 0.1 s).
 Prints seconds, rows/s, the ratios and peak RSS.
 """
@@ -180,11 +180,10 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def compiled_env(cache: Path) -> dict[str, str]:
-    """The environment of the measured processes: bytecode read from (and written to) `cache`,
-    with bpsync's sources compiled into it now."""
+def compiled_env() -> dict[str, str]:
+    """The environment of the measured processes: bytecode read and written as Python does by
+    default, with bpsync's sources compiled now (its dependencies were compiled by pip)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(cache)
     src = Path(__file__).resolve().parents[1] / "src"
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], env=env, check=True)
     return env
@@ -215,7 +214,7 @@ def measure(csv_rows: int = 1_000_000, xlsx_rows: int = 100_000) -> list[dict[st
         make_csv(big, csv_rows)
         make_csv(small, xlsx_rows)
         make_xlsx(small, book)
-        env = compiled_env(Path(tmp) / "pycache")
+        env = compiled_env()
         for label, path, anchors in (
             ("CSV", big, {"pipe": "pipe-csv"}),
             ("XLSX", book, {"raw": "calamine-raw", "pipe": "pipe-xlsx"}),
