@@ -18,9 +18,13 @@ from bpsync.ingest.problems import Where
 from bpsync.ingest.validate import (
     COLUMNS,
     Collected,
+    StoredReading,
     ValidationResult,
     _check_meter_with_stored,
+    _flag_stored_meters,
     collected_from,
+    flags_by_ordinal,
+    validate,
 )
 
 
@@ -69,6 +73,7 @@ def _run(collected: Collected, columnar: bool, today: dt.date):
     else:
         for p, (k, m) in enumerate(items):
             _check_meter_with_stored(result, context, p, k, m, ())
+        _flag_stored_meters(result, context)
     keyed.sort(key=lambda kp: kp[0])
     accepted = {k: list(result.accepted.get(k, [])) for k in collected.meters}
     return accepted, dict(sorted(result.flags.items())), [p for _, p in keyed]
@@ -86,6 +91,60 @@ def test_columnar_checks_match_the_reading_by_reading_rule(seed, meters):
     assert [(p.code, p.reason, p.where, p.value, p.severity, p.meter) for p in got[2]] == [
         (p.code, p.reason, p.where, p.value, p.severity, p.meter) for p in want[2]
     ]
+
+
+def _stored(seed: int, collected: Collected) -> dict[str, list[StoredReading]]:
+    """Up to 14 stored readings per meter (monthly bills and odd periods, negative values and
+    values placed to put the file's readings on the 3x / 25 % thresholds), ending before the
+    meter's first reading in the file."""
+    rng = random.Random(seed)
+    out = {}
+    for m in collected.meters.values():
+        if m.meter_id is None or rng.random() < 0.2:
+            continue
+        end = min(m.lists().starts) - rng.choice([1, 1, 1, 10, 200])
+        readings = []
+        for _ in range(rng.randint(0, 14)):
+            days = rng.choice([30, 31, 28, 29, 7, 90, 3])
+            level = rng.choice([100.0, 250.5, 1e-3, 7e6, 33.3333333])
+            value = level * rng.choice([1, 1, 1, 3, 0.25, -1, 0, 1 / 3])
+            start = end - days + 1
+            readings.append(
+                StoredReading(dt.date.fromordinal(start), dt.date.fromordinal(end), value)
+            )
+            end = start - rng.choice([1, 1, 5])
+        out[m.meter_id] = readings[::-1]
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 10**9), meters=st.integers(1, 6))
+def test_flags_against_stored_readings_match_the_reading_by_reading_rule(seed, meters):
+    """The meters with stored readings get their flags all at once on arrays: each flag is the
+    one `flags_by_ordinal` (the service's sums, stored readings first, then the file's earlier
+    readings) gives that meter's accepted readings."""
+    collected = _collected(seed, meters)
+    stored = _stored(seed, collected)
+    result = validate(collected, existing=stored, today=dt.date(2024, 6, 1))
+    want: dict = {}
+    for key, m in collected.meters.items():
+        history = stored.get(m.meter_id or "", [])
+        if not history:
+            continue
+        lists, accepted = m.lists(), list(result.accepted[key])
+        flags = flags_by_ordinal(
+            [lists.starts[i] for i in accepted],
+            [lists.ends[i] for i in accepted],
+            [lists.consumption[i] for i in accepted],
+            [r.start.toordinal() for r in history],
+            [r.end.toordinal() for r in history],
+            [r.consumption for r in history],
+        )
+        for i, f in zip(accepted, flags, strict=True):
+            if f:
+                want[(m.meter_id, lists.rows[i])] = f
+    got = {k: v for k, v in result.flags.items() if k[0] in stored and stored[k[0]]}
+    assert got == want
 
 
 def test_candidates_come_back_in_start_order() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,8 @@ class Context:
     last_allowed: int | None
     consumption_column: int | None
     keyed: list[tuple[tuple[Any, ...], Problem]]
+    # Meters checked against stored readings, waiting for their anomaly flags (done together).
+    stored_flags: list[Any] = field(default_factory=list)
 
 
 class _Add:
@@ -271,16 +273,42 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
     of the same meter (`g`, sorted by start, not overlapping) ending in the 365 days before it
     starts, monthly bills bill to bill, others per day scaled, negative ones left out; summed
     oldest first, as the service does, one window position at a time."""
-    from bpsync.ingest.validate import MIN_HISTORY, WINDOW_DAYS
+    return averages(*window_sums((g, s, e, c), (g, s, e)))
 
-    days = e - s + 1
+
+def averages(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The window average where the window holds enough readings, else NaN."""
+    from bpsync.ingest.validate import MIN_HISTORY
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
+
+
+def window_sums(
+    history: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    targets: tuple[np.ndarray, np.ndarray, np.ndarray],
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each target reading (meter group, start, end): the sum and count of its 12-month
+    window over `history` (group, start, end, consumption; sorted by group then start, not
+    overlapping), added in history order onto `start` (sums and counts carried over from an
+    earlier part of the history: the service sums its stored readings, then the batch)."""
+    from bpsync.ingest.validate import WINDOW_DAYS
+
+    hg, hs, he, c = history
+    g, s, e = targets
+    days = he - hs + 1
     monthly = (days >= 27) & (days <= 32)
-    keyed_end = e + g * SPAN
+    target_days = e - s + 1
+    target_monthly = (target_days >= 27) & (target_days <= 32)
+    keyed_end = he + hg * SPAN
     since = np.maximum(s - WINDOW_DAYS, 1) + g * SPAN
     lo = np.searchsorted(keyed_end, since, side="left")
     hi = np.searchsorted(keyed_end, s + g * SPAN, side="left")
-    total = np.zeros(len(s))
-    count = np.zeros(len(s), dtype=np.int64)
+    if start is None:
+        total, count = np.zeros(len(s)), np.zeros(len(s), dtype=np.int64)
+    else:
+        total, count = start[0].copy(), start[1].copy()
     # In blocks of readings: each reading's sum is its own, and a block's temporaries stay a
     # few MB however long the file is. Within a block the readings still summing are kept as
     # compact arrays (their own days, partial sums, next past reading), written back as each
@@ -288,8 +316,8 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
     for block in range(0, len(s), _BLOCK):
         active = block + np.flatnonzero(hi[block : block + _BLOCK] > lo[block : block + _BLOCK])
         k, end = lo[active], hi[active]
-        own_days, own_monthly = days[active], monthly[active]
-        sums, counts = np.zeros(len(active)), np.zeros(len(active), dtype=np.int64)
+        own_days, own_monthly = target_days[active], target_monthly[active]
+        sums, counts = total[active], count[active]
         while len(active):
             past = c[k]
             both = own_monthly & monthly[k]
@@ -310,8 +338,19 @@ def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) 
                 active, k, end = active[more], k[more], end[more]
                 own_days, own_monthly = own_days[more], own_monthly[more]
                 sums, counts = sums[more], counts[more]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
+    return total, count
+
+
+def anomaly_codes(consumption: np.ndarray, average: np.ndarray) -> np.ndarray:
+    """`anomaly_flags` of each reading as a code: 0 none, 1 negative, 2 spike, 3 drop."""
+    from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
+
+    has = ~np.isnan(average) & (average > 0)
+    negative = consumption < 0
+    base = np.where(has, average, 0)
+    spike = ~negative & has & (consumption >= SPIKE_FACTOR * base)
+    drop = ~negative & has & ~spike & (consumption < DROP_FACTOR * base)
+    return np.select([negative, spike, drop], [1, 2, 3], 0)
 
 
 def _flags(

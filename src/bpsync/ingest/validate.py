@@ -407,6 +407,7 @@ def validate(
         else:
             (plain_later if ready_checked else plain).append((position, key, m))
     check_meters(result, context, sorted(plain_later) if ready_checked else plain)
+    _flag_stored_meters(result, context)
     result.accepted = {key: result.accepted[key] for key in collected.meters}  # file order
     keyed.sort(key=lambda kp: kp[0])
     result.problems = [p for _, p in keyed]
@@ -534,11 +535,12 @@ def _check_meter_with_stored(
                 break
     accepted = [i for i in kept if i not in rejected]
     result.accepted[key] = array("l", accepted)
-    _warnings(result, m, accepted, stored, add, context.consumption_column)
+    _warnings(m, accepted, stored, add, context.consumption_column)
+    # Its anomaly flags are worked out with every other such meter's (`_flag_stored_meters`).
+    context.stored_flags.append((m, accepted, stored, add))
 
 
 def _warnings(
-    result: ValidationResult,
     m: Any,
     accepted: list[int],
     stored: Sequence[StoredReading],
@@ -590,26 +592,56 @@ def _warnings(
                 "warning",
             )
         previous_end, previous_row = m.ends[i], m.rows[i]
-    flags_list = flags_by_ordinal(
-        [m.starts[i] for i in accepted],
-        [m.ends[i] for i in accepted],
-        [m.consumption[i] for i in accepted],
-        [s.start.toordinal() for s in stored],
-        [s.end.toordinal() for s in stored],
-        [s.consumption for s in stored],
-    )
-    for i, flags in zip(accepted, flags_list, strict=True):
-        if flags:
-            result.flags[(m.meter_id or m.key, m.rows[i])] = flags
-        for flag in flags:
-            if flag in ("spike", "drop"):
-                what = "3 times or more" if flag == "spike" else "under a quarter of"
-                add(
-                    flag,
-                    f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
-                    m.rows[i],
-                    m.key,
-                    "warning",
-                    f"{m.consumption[i]:g}",
-                    m.cols[i] if m.cols[i] >= 0 else consumption_column,
-                )
+
+
+_FLAG_NAMES = ("", "negative", "spike", "drop")
+
+
+def _flag_stored_meters(result: ValidationResult, context: Any) -> None:
+    """The anomaly flags of the meters checked against stored readings, all at once: each
+    accepted reading's 12-month window over the meter's stored readings, then over the file's
+    earlier readings, summed in that order as the service sums them (`flags_by_ordinal`'s
+    arithmetic on arrays; tests/ingest/test_checks.py holds the two equal)."""
+    from bpsync.ingest.checks import anomaly_codes, averages, window_sums
+
+    pending = context.stored_flags
+    if not pending:
+        return
+    n_new = [len(accepted) for _, accepted, _, _ in pending]
+    n_old = [len(stored) for _, _, stored, _ in pending]
+    tg = np.repeat(np.arange(len(pending), dtype=np.int64), n_new)
+    hg = np.repeat(np.arange(len(pending), dtype=np.int64), n_old)
+
+    def new(field: str, dtype: Any) -> np.ndarray:
+        return np.fromiter(
+            (getattr(m, field)[i] for m, acc, _, _ in pending for i in acc), dtype, len(tg)
+        )
+
+    def old(read: Callable[[StoredReading], Any], dtype: Any) -> np.ndarray:
+        return np.fromiter((read(r) for _, _, st, _ in pending for r in st), dtype, len(hg))
+
+    ts, te, tc = new("starts", np.int64), new("ends", np.int64), new("consumption", float)
+    hs = old(lambda r: r.start.toordinal(), np.int64)
+    he = old(lambda r: r.end.toordinal(), np.int64)
+    hc = old(lambda r: r.consumption, float)
+    stored_part = window_sums((hg, hs, he, hc), (tg, ts, te))
+    codes = anomaly_codes(tc, averages(*window_sums((tg, ts, te, tc), (tg, ts, te), stored_part)))
+    flagged = np.flatnonzero(codes)
+    first = np.concatenate(([0], np.cumsum(n_new)))
+    meter_of = np.searchsorted(first, flagged, side="right") - 1
+    for q, p in zip(flagged.tolist(), meter_of.tolist(), strict=True):
+        m, accepted, _, add = pending[p]
+        i = accepted[q - int(first[p])]
+        flag = _FLAG_NAMES[codes[q]]
+        result.flags[(m.meter_id or m.key, m.rows[i])] = [flag]
+        if flag in ("spike", "drop"):
+            what = "3 times or more" if flag == "spike" else "under a quarter of"
+            add(
+                flag,
+                f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
+                m.rows[i],
+                m.key,
+                "warning",
+                f"{m.consumption[i]:g}",
+                m.cols[i] if m.cols[i] >= 0 else context.consumption_column,
+            )
