@@ -367,7 +367,8 @@ def validate(
     (`consumption_column`, or the wide layout's own column), named by `value_columns`.
 
     Meters without stored readings are checked column-wise (`bpsync.ingest.checks`); a meter with
-    stored readings reading by reading against them. Problems come out in row order, errors first
+    stored readings reading by reading against them, and the anomaly flags of all such meters
+    together at the end (`_flag_stored_meters`). Problems come out in row order, errors first
     within a row, then in the order the checks run."""
     from bpsync.ingest.checks import Context, check_meters
 
