@@ -64,15 +64,17 @@ class BucketBudget:
         start of each following window."""
         if n <= 0:
             return 0.0
-        per = self.per_window(headroom)
-        if self.remaining is None:
-            now_left, first_reset = per, self.window
-        else:
-            now_left = max(0, self.remaining - self.reserve(headroom))
-            first_reset = self.window if self.reset_in is None else max(0.0, self.reset_in)
+        now_left, first_reset = self.left_now(headroom)
         if n <= now_left:
             return 0.0
-        return first_reset + self.window * ((n - now_left - 1) // per)
+        return first_reset + self.window * ((n - now_left - 1) // self.per_window(headroom))
+
+    def left_now(self, headroom: float) -> tuple[int, float]:
+        """(calls this import may still make in the current window, seconds until it ends)."""
+        if self.remaining is None:
+            return self.per_window(headroom), self.window
+        now_left = max(0, self.remaining - self.reserve(headroom))
+        return now_left, self.window if self.reset_in is None else max(0.0, self.reset_in)
 
 
 @dataclass(frozen=True)
@@ -305,14 +307,10 @@ def _estimate(
 
 def _seconds_until(bucket: BucketBudget, n: np.ndarray, headroom: float) -> np.ndarray:
     """`bucket.seconds_until` of each count in `n`, the same arithmetic on arrays."""
+    now_left, first_reset = bucket.left_now(headroom)
     per = bucket.per_window(headroom)
-    if bucket.remaining is None:
-        now_left, first_reset = per, bucket.window
-    else:
-        now_left = max(0, bucket.remaining - bucket.reserve(headroom))
-        first_reset = bucket.window if bucket.reset_in is None else max(0.0, bucket.reset_in)
     later = first_reset + bucket.window * ((np.maximum(n - now_left, 1) - 1) // per)
-    return np.where(n <= np.maximum(now_left, 0), 0.0, later)
+    return np.where(n <= now_left, 0.0, later)
 
 
 def _best_prefix(
