@@ -341,6 +341,15 @@ def window_sums(
     return total, count
 
 
+FLAG_NAMES = ("", "negative", "spike", "drop")  # by `anomaly_codes`' code
+
+
+def flag_reason(flag: str) -> str:
+    """The warning that says a reading will be flagged "spike" or "drop"."""
+    what = "3 times or more" if flag == "spike" else "under a quarter of"
+    return f"the service will flag this reading '{flag}': {what} the meter's 12-month average"
+
+
 def anomaly_codes(consumption: np.ndarray, average: np.ndarray) -> np.ndarray:
     """`anomaly_flags` of each reading as a code: 0 none, 1 negative, 2 spike, 3 drop."""
     from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
@@ -366,26 +375,19 @@ def _flags(
     ids: list[str],
 ) -> None:
     """The spike/drop/negative flags the service will set on the accepted readings."""
-    from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
-
-    average = window_averages(ga, sa, ea, ca)
-    has = ~np.isnan(average) & (average > 0)
-    negative = ca < 0
-    spike = ~negative & has & (ca >= SPIKE_FACTOR * np.where(has, average, 0))
-    drop = ~negative & has & ~spike & (ca < DROP_FACTOR * np.where(has, average, 0))
-    for q in np.flatnonzero(negative | spike | drop):
-        flag = "negative" if negative[q] else "spike" if spike[q] else "drop"
+    codes = anomaly_codes(ca, window_averages(ga, sa, ea, ca))
+    for q in np.flatnonzero(codes):
+        flag = FLAG_NAMES[codes[q]]
         result.flags[(ids[ga[q]], int(ra[q]))] = [flag]
-        if negative[q]:
+        if flag == "negative":
             continue  # a warning of its own already (see _warnings)
-        what = "3 times or more" if flag == "spike" else "under a quarter of"
         col = cols[q]
         column = int(col) if col >= 0 else context.consumption_column
         add(
             (4, int(q), 0),
             int(ga[q]),
             flag,
-            f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
+            flag_reason(flag),
             int(ra[q]),
             "warning",
             f"{ca[q]:g}",

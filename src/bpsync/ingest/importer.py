@@ -316,9 +316,8 @@ async def _check_as_stored_arrive(
     ranges = prepared.collected.meter_ranges()
     building_of, latest = portfolio.building_of, portfolio.latest
     needed = meters_to_check(ranges, building_of, latest)
-    first = {
-        m: rank for rank, m in enumerate(recent.order())
-    }  # the prefetch's order, then the rest
+    # The prefetch's order, then the rest.
+    first = {m: rank for rank, m in enumerate(recent.order())}
     arriving = ArrivingStored(sorted(needed, key=lambda m: first.get(m, len(first))))
     feed = feed_existing(client, building_of, ranges, latest, recent, prefetch, arriving)
     async with _background(feed) as feeding:

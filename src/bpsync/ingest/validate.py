@@ -595,15 +595,18 @@ def _warnings(
         previous_end, previous_row = m.ends[i], m.rows[i]
 
 
-_FLAG_NAMES = ("", "negative", "spike", "drop")
-
-
 def _flag_stored_meters(result: ValidationResult, context: Any) -> None:
     """The anomaly flags of the meters checked against stored readings, all at once: each
     accepted reading's 12-month window over the meter's stored readings, then over the file's
     earlier readings, summed in that order as the service sums them (`flags_by_ordinal`'s
     arithmetic on arrays; tests/ingest/test_checks.py holds the two equal)."""
-    from bpsync.ingest.checks import anomaly_codes, averages, window_sums
+    from bpsync.ingest.checks import (
+        FLAG_NAMES,
+        anomaly_codes,
+        averages,
+        flag_reason,
+        window_sums,
+    )
 
     pending = context.stored_flags
     if not pending:
@@ -633,13 +636,12 @@ def _flag_stored_meters(result: ValidationResult, context: Any) -> None:
     for q, p in zip(flagged.tolist(), meter_of.tolist(), strict=True):
         m, accepted, _, add = pending[p]
         i = accepted[q - int(first[p])]
-        flag = _FLAG_NAMES[codes[q]]
+        flag = FLAG_NAMES[codes[q]]
         result.flags[(m.meter_id or m.key, m.rows[i])] = [flag]
         if flag in ("spike", "drop"):
-            what = "3 times or more" if flag == "spike" else "under a quarter of"
             add(
                 flag,
-                f"the service will flag this reading '{flag}': {what} the meter's 12-month average",
+                flag_reason(flag),
                 m.rows[i],
                 m.key,
                 "warning",
