@@ -94,7 +94,8 @@ def test_csv_neutralises_formulas() -> None:
     assert rows[0] == ["building_name", "gfa_m2", "eui_kwh_m2"]
     assert rows[1][0].startswith("'=")
     wb = load_workbook(io.BytesIO(render(doc, "xlsx")))
-    assert wb["Report"]["A4"].value.startswith("'=")
+    # xlsx has string cells: the text is kept exactly, with no visible apostrophe
+    assert wb["Report"]["A4"].value == '=HYPERLINK("http://x")'
     assert wb["Report"]["A4"].data_type == "s"
 
 

@@ -1,6 +1,6 @@
 """xlsx, csv and json rendering of a Document. Numbers stay numbers (with a display format) so a
 spreadsheet can total and chart them; totals rows are values, not formulas, so every reader (and
-openpyxl in tests) sees the same figures."""
+openpyxl in tests) sees the same figures. Text is always a string cell, never a formula."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from openpyxl import Workbook
+from openpyxl.cell.cell import Cell
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
@@ -44,14 +45,19 @@ def _number_format(column: Column) -> str:
 
 
 def _safe_text(value: str) -> str:
-    """Text that a spreadsheet shows as text, never evaluates."""
+    """CSV text that a spreadsheet program shows as text, never evaluates: a CSV cell has no type,
+    so a leading `'` is the only way to say so."""
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
-def _cell_value(value: Value) -> Any:
+def _put(ws: Worksheet, row: int, column: int, value: Any) -> Cell:
+    """Write a value; text always becomes a string cell. openpyxl turns a str starting with `=`
+    into a formula (and `#N/A` into an error), so the type is set after the value: an xlsx string
+    cell is never evaluated, and the text stays exactly what the user typed (no visible `'`)."""
+    cell = ws.cell(row=row, column=column, value=value)
     if isinstance(value, str):
-        return _safe_text(value)
-    return value
+        cell.data_type = "s"
+    return cell
 
 
 def _sheet_title(name: str, used: set[str]) -> str:
@@ -67,19 +73,19 @@ def _sheet_title(name: str, used: set[str]) -> str:
 def _write_table(ws: Worksheet, table: Table, start_row: int) -> int:
     """Write a heading row, the rows and the totals row from `start_row`; returns the next row."""
     for j, column in enumerate(table.columns, start=1):
-        cell = ws.cell(row=start_row, column=j, value=column.heading)
+        cell = _put(ws, start_row, j, column.heading)
         cell.font, cell.fill = _HEAD_FONT, _HEAD_FILL
         cell.alignment = Alignment(wrap_text=True, vertical="top")
     for r, row in enumerate(table.rows, start=start_row + 1):
         for j, column in enumerate(table.columns, start=1):
-            cell = ws.cell(row=r, column=j, value=_cell_value(row.get(column.key)))
+            cell = _put(ws, r, j, row.get(column.key))
             if column.kind != "text":
                 cell.number_format = _number_format(column)
     r = start_row + len(table.rows)
     if table.totals is not None:
         r += 1
         for j, column in enumerate(table.columns, start=1):
-            cell = ws.cell(row=r, column=j, value=_cell_value(table.totals.get(column.key)))
+            cell = _put(ws, r, j, table.totals.get(column.key))
             cell.font, cell.fill, cell.border = _BOLD, _TOTAL_FILL, _TOP_RULE
             if column.kind != "text":
                 cell.number_format = _number_format(column)
@@ -101,63 +107,59 @@ def render_xlsx(document: Document) -> bytes:
     assert summary is not None
     summary.title = "Summary"
     used = {"summary"}
-    summary["A1"] = document.title
-    summary["A1"].font = _TITLE_FONT
-    summary["A2"] = document.subtitle
+    _put(summary, 1, 1, document.title).font = _TITLE_FONT
+    _put(summary, 2, 1, document.subtitle)
     row = 4
     for label, value in document.meta:
-        summary.cell(row=row, column=1, value=label).font = _BOLD
-        summary.cell(row=row, column=2, value=_safe_text(value))
+        _put(summary, row, 1, label).font = _BOLD
+        _put(summary, row, 2, value)
         row += 1
     for section in document.sections:
         if isinstance(section, Facts):
             row += 1
-            summary.cell(row=row, column=1, value=section.title).font = _BOLD
+            _put(summary, row, 1, section.title).font = _BOLD
             row += 1
             for label, value in section.items:
-                summary.cell(row=row, column=1, value=label)
+                _put(summary, row, 1, label)
                 if isinstance(value, Amount):
                     # A number a spreadsheet can use, its unit (and any detail) beside it.
-                    cell = summary.cell(row=row, column=2, value=value.value)
+                    cell = _put(summary, row, 2, value.value)
                     decimals = "." + "0" * value.decimals if value.decimals else ""
                     cell.number_format = f'"$"#,##0{decimals}' if value.usd else f"#,##0{decimals}"
                     cell.alignment = Alignment(horizontal="left")
                     tail = " ".join(p for p in (value.unit, value.detail) if p)
                     if tail:
-                        summary.cell(row=row, column=3, value=_safe_text(tail))
+                        _put(summary, row, 3, tail)
                 else:
-                    summary.cell(row=row, column=2, value=_safe_text(value))
+                    _put(summary, row, 2, value)
                 row += 1
         elif isinstance(section, Note):
             row += 1
             if section.title:
-                summary.cell(row=row, column=1, value=section.title).font = _BOLD
+                _put(summary, row, 1, section.title).font = _BOLD
                 row += 1
-            summary.cell(row=row, column=1, value=section.text).alignment = Alignment(
-                wrap_text=False
-            )
+            _put(summary, row, 1, section.text).alignment = Alignment(wrap_text=False)
             row += 1
     if document.sources:
         row += 1
-        summary.cell(row=row, column=1, value="Sources").font = _BOLD
+        _put(summary, row, 1, "Sources").font = _BOLD
         for source in document.sources:
             row += 1
-            summary.cell(row=row, column=1, value=source)
+            _put(summary, row, 1, source)
     summary.column_dimensions["A"].width = 34
     summary.column_dimensions["B"].width = 70
     summary.column_dimensions["C"].width = 30
 
     for table in document.tables():
         ws = wb.create_sheet(_sheet_title(table.name, used))
-        ws["A1"] = table.title
-        ws["A1"].font = _BOLD
+        _put(ws, 1, 1, table.title).font = _BOLD
         next_row = _write_table(ws, table, 3)
         ws.freeze_panes = "A4"
         # Filter buttons on the heading row, over the data rows (not the totals row).
         last_data_row = 3 + len(table.rows)
         ws.auto_filter.ref = f"A3:{get_column_letter(len(table.columns))}{last_data_row}"
         if table.note:
-            ws.cell(row=next_row + 1, column=1, value=table.note).font = Font(italic=True)
+            _put(ws, next_row + 1, 1, table.note).font = Font(italic=True)
     buffer = io.BytesIO()
     wb.save(buffer)
     return buffer.getvalue()
