@@ -162,7 +162,18 @@ def test_areas_by_use_type() -> None:
 # --- BERDO ---------------------------------------------------------------------------------------
 
 # BERDO Emissions Factors List Appendix B (kgCO2e/MWh) and 225 CMR 14.07 RPS Class I.
-GRID = {2025: 249, 2026: 242, 2027: 265, 2030: 259, 2031: 254, 2050: 150}
+# BERDO Emissions Factors List, Appendix B (kgCO2e/MWh): 2025 and 2026 as published, 2027 published
+# as 517 lb/MWh, 2050 71; 2030 and 2031 interpolated on the straight line from 2027 to 2050.
+LB = 0.45359237
+E_2027 = 517 * LB
+GRID = {
+    2025: 249,
+    2026: 242,
+    2027: E_2027,
+    2030: E_2027 - 3 * (E_2027 - 71) / 23,
+    2031: E_2027 - 4 * (E_2027 - 71) / 23,
+    2050: 71,
+}
 RPS = {2025: 0.27, 2026: 0.30, 2027: 0.33, 2030: 0.40, 2031: 0.41, 2050: 0.60}
 STANDARD = {  # Table 1, kgCO2e/ft²: 2025-29, 2030-34, ..., 2050
     "office": [5.3, 3.2, 2.4, 1.6, 0.8, 0.0],
@@ -178,9 +189,11 @@ def _mmbtu(kwh: float) -> float:
 
 def test_berdo_tables_hold_the_published_figures() -> None:
     electricity = compliance.berdo_table()["electricity"]
+    assert electricity["grid_published"]["2027"] == {"lb_co2e_per_mwh": 517}
     for year in GRID:
-        assert electricity["grid_kgco2e_per_mwh_by_year"][str(year)] == GRID[year]
-        assert electricity["rps_class_i_by_year"][str(year)] == RPS[year]
+        e, r = compliance.berdo_electricity(year)
+        assert e == pytest.approx(GRID[year], rel=1e-12)
+        assert r == RPS[year] == electricity["rps_class_i_by_year"][str(year)]
     # Every year from 2025 to 2050 has both figures.
     for year in range(2025, 2051):
         compliance.berdo_electricity(year)
@@ -219,9 +232,39 @@ def test_berdo_rps_adjusted_electricity(use: str, m2: float, year: int) -> None:
 
 
 def test_berdo_2027_worked_example() -> None:
-    # 150,000 kWh in 2027: 150 MWh x (1 - 0.33) x 265 kg = 26,632.5 kg.
+    # greeneru.com's example, quoting the BERDO Emissions Factors List: 150,000 kWh in 2027 with
+    # Appendix B's E = 517 lb CO2e/MWh and Appendix D's R = 33 %: 150 MWh x 0.67 x 234.507 kg.
     result = berdo_assess({"electricity": 150_000}, [("office", 10_000)], 2027)
-    assert result.emissions_kgco2e == pytest.approx(26_632.5)
+    assert result.emissions_kgco2e == pytest.approx(150 * 0.67 * 517 * LB)
+
+
+def test_berdo_boston_office_2027_owes_about_24467_dollars() -> None:
+    """The issue's published worked example: a 50,000 ft² Boston office using 1,000 MWh of
+    electricity and 4,000 MMBtu of gas in 2027. By hand: electricity 1,000 MWh x (1 - 0.33,
+    Appendix D) x 517 lb/MWh (Appendix B) x 0.45359237 = 157,119.7 kg; gas 4,000 MMBtu x 53.11 =
+    212,440 kg; total 369.56 t against the 2025-2029 office standard 5.3 kg/ft² x 50,000 ft² =
+    265 t; excess 104.56 t x $234 = $24,467 (the service printed $29,247.72 with E = 265 kg)."""
+    gas_kwh = 4_000 * 1000 / KBTU_PER_KWH
+    result = berdo_assess(
+        {"electricity": 1_000_000, "natural_gas": gas_kwh}, [("office", 50_000 / SQFT)], 2027
+    )
+    assert result.grid_kgco2e_per_mwh == pytest.approx(234.507, abs=1e-3)
+    assert result.rps_class_i == 0.33
+    assert result.emissions_tco2e == pytest.approx(369.56, abs=0.01)
+    assert result.allowed_tco2e == pytest.approx(265.0)
+    assert result.acp_usd == pytest.approx(24_467, abs=1.0)
+
+
+def test_berdo_grid_factor_between_published_years_is_on_the_published_line() -> None:
+    # The shared reference's kg/MMBtu figures (2025 73, 2027 69, 2030 62, 2050 21) agree with
+    # the series within their rounding; interpolated years say so.
+    for year, kg_per_mmbtu in {2025: 73, 2027: 69, 2030: 62, 2050: 21}.items():
+        e, _ = compliance.berdo_electricity(year)
+        assert round(e * 0.293071) == kg_per_mmbtu
+    assert compliance.berdo_grid_factor(2030).interpolated
+    assert not compliance.berdo_grid_factor(2027).interpolated
+    detail = berdo_assess({"electricity": 1000}, [("office", 5000)], 2030).sources[0].factor_detail
+    assert "interpolated between the published 2027 and 2050 values" in detail
 
 
 def test_berdo_blended_standard_and_other_fuels() -> None:

@@ -15,7 +15,9 @@ too and show it beside the property-type result. Excess = max(0, emissions - lim
 excess x $268.
 
 BERDO 2.0: grid electricity G = U (MWh) x (1 - R) x E, R the Massachusetts RPS Class I share of
-the year and E the year's grid factor (kgCO2e/MWh); other fuels = energy (MMBtu) x factor;
+the year (Emissions Factors List, Appendix D) and E the year's grid factor (Appendix B, published
+in lb CO2e/MWh; years between two published values on the straight line between them, and the
+documents say which); other fuels = energy (MMBtu) x factor;
 intensity = emissions / gross ft²; the standard of a building with several uses is the
 area-weighted blend of its types' standards.
 
@@ -439,18 +441,67 @@ def berdo_period_index(year: int) -> int:
     )
 
 
-def berdo_electricity(year: int) -> tuple[float, float]:
-    """(E kgCO2e/MWh, R RPS Class I share) of `year`: BERDO publishes both for every year."""
+@dataclass(frozen=True)
+class GridFactor:
+    """BERDO's grid factor E of one year (kgCO2e/MWh) and how it was obtained."""
+
+    year: int
+    kgco2e_per_mwh: float
+    interpolated: bool = False
+    between: tuple[int, int] | None = None  # the published years it lies between
+
+    @property
+    def detail(self) -> str:
+        if self.between is None:
+            return "as published"
+        return f"interpolated between the published {self.between[0]} and {self.between[1]} values"
+
+
+def _published_grid() -> dict[int, float]:
+    """year -> E in kgCO2e/MWh for the years the list publishes (lb/MWh converted)."""
     electricity = berdo_table()["electricity"]
-    grid = electricity["grid_kgco2e_per_mwh_by_year"]
-    rps = electricity["rps_class_i_by_year"]
-    if str(year) not in grid or str(year) not in rps:
+    kg_per_lb = float(electricity["kg_per_lb"])
+    out: dict[int, float] = {}
+    for year, figure in electricity["grid_published"].items():
+        if "kgco2e_per_mwh" in figure:
+            out[int(year)] = float(figure["kgco2e_per_mwh"])
+        else:
+            out[int(year)] = float(figure["lb_co2e_per_mwh"]) * kg_per_lb
+    return dict(sorted(out.items()))
+
+
+def berdo_grid_factor(year: int) -> GridFactor:
+    """E for `year`: the published figure, or the straight line between the published years
+    either side (the list's projection declines linearly between them; berdo.json says so)."""
+    published = _published_grid()
+    if year in published:
+        return GridFactor(year, published[year])
+    years = list(published)
+    if not years[0] < year < years[-1]:
         raise ComplianceError(
             "unsupported_compliance_year",
             f"No BERDO grid electricity factor is tabulated for {year} (the table covers "
-            f"{min(grid)}-{max(grid)}).",
+            f"{years[0]}-{years[-1]}).",
         )
-    return float(grid[str(year)]), float(rps[str(year)])
+    lo = max(y for y in years if y < year)
+    hi = min(y for y in years if y > year)
+    share = (year - lo) / (hi - lo)
+    value = published[lo] + share * (published[hi] - published[lo])
+    return GridFactor(year, value, True, (lo, hi))
+
+
+def berdo_electricity(year: int) -> tuple[float, float]:
+    """(E kgCO2e/MWh, R RPS Class I share) of `year` (BERDO Emissions Factors List, Appendices
+    B and D)."""
+    grid = berdo_grid_factor(year)
+    rps = berdo_table()["electricity"]["rps_class_i_by_year"]
+    if str(year) not in rps:
+        raise ComplianceError(
+            "unsupported_compliance_year",
+            f"No Massachusetts RPS Class I share is tabulated for {year} (the table covers "
+            f"{min(rps)}-{max(rps)}).",
+        )
+    return grid.kgco2e_per_mwh, float(rps[str(year)])
 
 
 def berdo_electricity_factor(year: int) -> float:
@@ -473,6 +524,7 @@ def berdo_assess(
     index = berdo_period_index(year)
     _require_mapped(berdo_unmapped_use_types(areas_m2), "BERDO building type")
     grid, rps = berdo_electricity(year)
+    grid_detail = berdo_grid_factor(year).detail
     factors = dict(table["emission_factors_kgco2e_per_mmbtu"])
     source_of = table["meter_type_sources"]
     zero = set(table["zero_emission_meter_types"])
@@ -506,7 +558,8 @@ def berdo_assess(
                     factor,
                     "kgCO2e/MWh",
                     mwh * factor / 1000,
-                    f"E = {grid:g} kgCO2e/MWh x (1 - R), R = {rps:.0%} RPS Class I",
+                    f"E = {grid:.1f} kgCO2e/MWh ({year}, Appendix B, {grid_detail}) x (1 - R), "
+                    f"R = {rps:.0%} RPS Class I (Appendix D)",
                 )
             )
             continue
@@ -559,8 +612,9 @@ def berdo_assess(
         year=year,
         period=table["periods"][index]["name"],
         factor_set=(
-            f"BERDO Emissions Factors List: grid electricity {year} E = {grid:g} kgCO2e/MWh with "
-            f"RPS Class I R = {rps:.0%} (225 CMR 14.07); fuel and district energy factors"
+            f"BERDO Emissions Factors List: grid electricity {year} E = {grid:.1f} kgCO2e/MWh "
+            f"(Appendix B, {grid_detail}) with RPS Class I R = {rps:.0%} (Appendix D, "
+            "225 CMR 14.07); fuel and district energy factors"
         ),
         sources=sources,
         not_covered=not_covered,

@@ -1270,7 +1270,7 @@ def _berdo_doc(
             f"Calendar year {r.year}, compliance period {r.period}. Grid electricity emissions = "
             "usage (MWh) x (1 - R) x E, where E is BERDO's grid emissions factor for the year and R "
             f"the Massachusetts RPS Class I share for the year (for {r.year}: E = "
-            f"{r.grid_kgco2e_per_mwh:g} kgCO2e/MWh, R = {r.rps_class_i:.0%}); other energy = "
+            f"{r.grid_kgco2e_per_mwh:.1f} kgCO2e/MWh, R = {r.rps_class_i:.0%}); other energy = "
             f"usage (MMBtu) x the BERDO factor for the fuel. Factor set: {r.factor_set}. Intensity "
             "= emissions / gross floor area (ft²); a building with several uses is held to the "
             "floor-area-weighted blend of its building types' standards (ordinance Table 1). "
