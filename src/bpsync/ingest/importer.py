@@ -27,7 +27,7 @@ from filelock import FileLock, Timeout
 
 from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.interrupt import Interrupts
-from bpsync.ingest.journal import ImportRecord, Journal, NewRow
+from bpsync.ingest.journal import ImportRecord, Journal, JournalRow, NewRow
 from bpsync.ingest.meters import (
     ArrivingStored,
     Portfolio,
@@ -632,9 +632,7 @@ async def _send(
     summary.requests = journal.request_count(record.id) + int(record.info.get("lookup_requests", 0))
     rejected = journal.rows(record.id, "rejected")
     if rejected and options.reject_report:
-        summary.reject_report = str(
-            await asyncio.to_thread(_report, journal, record, path, rejected, options.template_dirs)
-        )
+        summary.reject_report = str(await _report(journal, record, path, rejected, options))
     summary.rejected = len({r.source_row for r in rejected})
     info = dict(record.info)
     if summary.reject_report:
@@ -655,31 +653,44 @@ async def _send(
 MAX_REPLANS = 2
 
 
-def _report(
+async def _report(
     journal: Journal,
     record: ImportRecord,
     path: Path,
-    rejected: list,
-    template_dirs: Sequence[Path] | None = None,
+    rejected: list[JournalRow],
+    options: ImportOptions,
 ) -> Path:
     """Write the reject report; rows the service refused get their original cells from the file
-    (local problems carry them already)."""
+    (local problems carry them already). The journal is used here, on the event loop's thread
+    that owns its connection; only reading the file and writing the report go to a thread."""
     missing = {r.source_row for r in rejected if not r.row_values and r.source_row is not None}
-    if missing and path.is_file() and file_hash(path) == record.file_hash:
-        table, _ = choose_template(
-            path, record.template, sheet=record.sheet, template_dirs=template_dirs
-        )
-        cells: dict[int, tuple[str, ...]] = {}
-        for row in table.rows():
-            if row.number in missing:
-                cells[row.number] = tuple(cell_text(c) for c in row.cells)
-                if len(cells) == len(missing):
-                    break
-        journal.set_row_values(
-            record.id,
-            {r.seq: cells[r.source_row] for r in rejected if r.source_row in cells},
-        )
-        rejected = journal.rows(record.id, "rejected")
+    if missing:
+        cells = await asyncio.to_thread(_source_cells, record, path, missing, options)
+        if cells:
+            journal.set_row_values(
+                record.id,
+                {r.seq: cells[r.source_row] for r in rejected if r.source_row in cells},
+            )
+            rejected = journal.rows(record.id, "rejected")
     rejects = collect_rejects((r.source_row, r.row_values, r.code, r.reason) for r in rejected)
     out = reject_report_path(path)
-    return write_reject_report(out, record.headers, rejects)
+    return await asyncio.to_thread(write_reject_report, out, record.headers, rejects)
+
+
+def _source_cells(
+    record: ImportRecord, path: Path, rows: set[int], options: ImportOptions
+) -> dict[int, tuple[str, ...]]:
+    """The original cells of source `rows`, read from the file when it still is the content
+    journaled (its key as `import_file` computed it: the template and options count too)."""
+    if not path.is_file() or import_key(file_hash(path), options) != record.file_hash:
+        return {}
+    table, _ = choose_template(
+        path, record.template, sheet=record.sheet, template_dirs=options.template_dirs
+    )
+    cells: dict[int, tuple[str, ...]] = {}
+    for row in table.rows():
+        if row.number in rows:
+            cells[row.number] = tuple(cell_text(c) for c in row.cells)
+            if len(cells) == len(rows):
+                break
+    return cells
