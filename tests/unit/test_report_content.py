@@ -23,22 +23,31 @@ def report(kind: str, period: dict[str, dt.date] = FULL_YEAR) -> dict[str, Any]:
     return {"id": "rpt_1", "type": kind, "format": "pdf", "period": period, "generated_at": NOW}
 
 
-def coverage(estimated: int = 0) -> dict[str, Any]:
+def meter(
+    name: str | None, months: int, days: int, meter_id: str = "mtr_1", kind: str = "electricity"
+) -> dict[str, Any]:
+    """A meter of 2025 with readings for its first `months` months (`days` days)."""
+    with_readings = [f"2025-{m:02d}" for m in range(1, months + 1)]
+    return {
+        "meter_id": meter_id,
+        "meter_name": name,
+        "meter_type": kind,
+        "complete_months": months,
+        "estimated_months": 12 - months,
+        "months_with_readings": with_readings,
+        "full_months": with_readings,
+        "covered_days": days,
+        "period_days": 365,
+        "readings": months,
+        "flagged_readings": 0,
+    }
+
+
+def coverage(estimated: int = 0, meters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "period": {"start": "2025-01-01", "end": "2025-12-31"},
         "months": 12,
-        "meters": [
-            {
-                "meter_id": "mtr_1",
-                "meter_type": "electricity",
-                "complete_months": 12 - estimated,
-                "estimated_months": estimated,
-                "covered_days": 365 - 30 * estimated,
-                "period_days": 365,
-                "readings": 12 - estimated,
-                "flagged_readings": 0,
-            }
-        ],
+        "meters": meters or [meter("Main supply", 12 - estimated, 365 - 30 * estimated)],
     }
 
 
@@ -113,7 +122,8 @@ def test_ll97_document_states_period_coverage_method_and_disclaimer() -> None:
     text = text_of(doc)
     assert_honest(text)
     assert "calendar year 2025" in text and "103-14" in text
-    assert "Estimated months" in text and "electricity 2 of 12 months" in text
+    assert "Estimated from part of the year" in text
+    assert "Main supply (electricity): readings in 10 of 12 months" in text
     assert "Option for 2025: limits by occupancy group" in text
     assert "Coverage rule" in text and "25,000" in text
     render_pdf(doc)  # renders
@@ -256,3 +266,64 @@ def test_a_portfolio_summary_without_any_energy_data_says_so_first() -> None:
     with_data["benchmark"] = _bench({"start": "2025-01-01", "end": "2025-12-31"}, 90, "GB")
     doc = content.portfolio_summary(report("portfolio_summary"), ORG, [with_data], None)
     assert "No energy data" not in text_of(doc) and doc.data["buildings_with_energy_data"] == 1
+
+
+def test_coverage_names_each_meter_and_the_months_it_has_readings_for() -> None:
+    """Issue item 2: two electricity meters printed as 'electricity 1 of 12 months; electricity
+    1 of 12 months'. Each meter is named, with the months of the period that have readings,
+    and the document says plainly that the figures are estimated from part of the year."""
+    e = entry(city="New York", state="NY")
+    e["coverage"] = coverage(
+        meters=[
+            meter("Main supply", 11, 334, "mtr_a"),
+            meter("Car park", 11, 334, "mtr_b"),
+            meter(None, 3, 90, "mtr_c", "natural_gas"),
+        ]
+    )
+    doc = content.compliance_ll97(report("compliance_ll97"), ORG, e)
+    text = text_of(doc)
+    assert "electricity 1 of 12 months" not in text
+    assert (
+        "Main supply (electricity): readings in 11 of 12 months (January to November 2025)" in text
+    )
+    assert "Car park (electricity): readings in 11 of 12 months" in text
+    assert "Natural gas meter mtr_c: readings in 3 of 12 months (January to March 2025)" in text
+    assert "estimated from part of the year" in text
+    table = next(t for t in doc.tables() if t.name == "Coverage")
+    assert [r["meter"] for r in table.rows] == [
+        "Main supply (electricity)",
+        "Car park (electricity)",
+        "Natural gas meter mtr_c",
+    ]
+    assert table.rows[0]["months"] == "January to November 2025"
+    # Two meters sharing a name carry their ids.
+    assert content.meter_labels([meter("M", 1, 31, "mtr_1"), meter("M", 1, 31, "mtr_2")]) == [
+        "M (electricity) mtr_1",
+        "M (electricity) mtr_2",
+    ]
+    assert content.months_text(["2025-01", "2025-02", "2025-05", "2024-12"]) == (
+        "December 2024 to February 2025, May 2025"
+    )
+
+
+def test_a_part_year_ll97_report_says_it_is_annualised_and_how() -> None:
+    """Issue item 3: a calendar-year LL97 report for a building with readings for January-June
+    only is scaled to a full year (the issue's 544.14 t) without saying so. The result states
+    'annualised', the method and the months covered."""
+    e = entry(city="New York", state="NY", kwh=1_883_149)
+    e["coverage"] = coverage(meters=[meter("Main supply", 6, 181)])
+    doc = content.compliance_ll97(report("compliance_ll97"), ORG, e)
+    result = doc.sections[0]
+    assert isinstance(result, Facts)
+    basis = dict(result.items)["Basis"]
+    assert basis == (
+        "Annualised from part of the year (Main supply (electricity): readings in 6 of 12 "
+        "months (January to June 2025), 181 of 365 days): each meter's recorded energy x days "
+        "in the year / its days with readings. An estimate, not the metered total."
+    )
+    assert doc.data["annualised"] is True
+    full = content.compliance_ll97(
+        report("compliance_ll97"), ORG, entry(city="New York", state="NY")
+    )
+    assert dict(full.sections[0].items)["Basis"].startswith("Metered")  # type: ignore[union-attr]
+    assert full.data["annualised"] is False

@@ -165,6 +165,10 @@ class MeterPeriod:
     readings: int
     flagged: int
     period_days: int
+    # Month starts of the period with any reading, and those fully covered: documents name them
+    # per meter (an estimate must say which months it rests on).
+    months_with_readings: tuple[dt.date, ...] = ()
+    full_months: tuple[dt.date, ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -191,7 +195,7 @@ def meter_periods(
     out = []
     for meter_id, meter_type in meters.items():
         by_month = acc[meter_id]
-        full = sum(1 for m, r in by_month.items() if r.covered_days >= month_days(m))
+        full = sorted(m for m, r in by_month.items() if r.covered_days >= month_days(m))
         out.append(
             MeterPeriod(
                 meter_id=meter_id,
@@ -201,10 +205,14 @@ def meter_periods(
                 covered_days=sum(
                     min(r.covered_days, month_days(r.month)) for r in by_month.values()
                 ),
-                incomplete_months=len(months) - full,
+                incomplete_months=len(months) - len(full),
                 readings=sum(r.readings for r in by_month.values()),
                 flagged=sum(r.flagged for r in by_month.values()),
                 period_days=period.days,
+                months_with_readings=tuple(
+                    sorted(m for m, r in by_month.items() if r.covered_days)
+                ),
+                full_months=tuple(full),
             )
         )
     return out

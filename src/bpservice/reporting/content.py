@@ -921,26 +921,65 @@ def _building_facts(entry: Entry, coverage_rule: compliance.Applicability | None
     return Facts("Building", items)
 
 
+def months_text(months: Sequence[str]) -> str:
+    """'YYYY-MM' months as words, consecutive months as one run: ['2025-01', ..., '2025-06',
+    '2025-09'] -> 'January to June 2025, September 2025'."""
+    dates = sorted(dt.date(int(m[:4]), int(m[5:7]), 1) for m in months)
+    runs: list[list[dt.date]] = []
+    for d in dates:
+        if runs and (d.year * 12 + d.month) - (runs[-1][-1].year * 12 + runs[-1][-1].month) == 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    parts = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        if first == last:
+            parts.append(f"{first:%B %Y}")
+        elif first.year == last.year:
+            parts.append(f"{first:%B} to {last:%B %Y}")
+        else:
+            parts.append(f"{first:%B %Y} to {last:%B %Y}")
+    return ", ".join(parts)
+
+
+def meter_labels(meters: Sequence[Entry]) -> list[str]:
+    """Each meter by name with its type ('Main supply (electricity)'); a meter without a name, or
+    whose name another meter of the building shares, also carries its id so each is told apart."""
+    base = [
+        f"{m['meter_name']} ({_label(str(m['meter_type'])).lower()})"
+        if m.get("meter_name")
+        else f"{_label(str(m['meter_type']))} meter"
+        for m in meters
+    ]
+    return [
+        f"{label} {m['meter_id']}" if base.count(label) > 1 or not m.get("meter_name") else label
+        for label, m in zip(base, meters, strict=True)
+    ]
+
+
 def coverage_section(coverage: Entry | None, grade: Any) -> Table:
-    """Which months the figures rest on, per energy meter (months not fully covered by readings
-    are estimated by scaling the meter's recorded energy to the whole period)."""
+    """Which months the figures rest on, per energy meter by name (months not fully covered by
+    readings are estimated by scaling the meter's recorded energy to the whole period)."""
     coverage = coverage or {}
     months = coverage.get("months") or 0
+    meters = coverage.get("meters") or []
     rows: list[dict[str, Value]] = [
         {
-            "meter": _label(str(m["meter_type"])),
+            "meter": label,
+            "months": months_text(m.get("months_with_readings") or []) or "none",
             "complete": m["complete_months"],
             "estimated": m["estimated_months"],
             "days": f"{m['covered_days']} of {m['period_days']}",
             "readings": m["readings"],
             "flagged": m["flagged_readings"],
         }
-        for m in coverage.get("meters") or []
+        for label, m in zip(meter_labels(meters), meters, strict=True)
     ]
-    estimated = any(m["estimated_months"] for m in coverage.get("meters") or [])
+    estimated = any(m["estimated_months"] for m in meters)
     note = f"Data-quality grade {grade or DASH}. " + (
-        "Months not fully covered by readings are estimated: the meter's recorded energy is "
-        "scaled up to the whole period by days covered."
+        "Months not fully covered by readings are estimated: each meter's recorded energy is "
+        "annualised, scaled up to the whole period by its days with readings."
         if estimated
         else f"Every energy meter has readings for all {months} months."
     )
@@ -949,6 +988,7 @@ def coverage_section(coverage: Entry | None, grade: Any) -> Table:
         f"Data coverage ({_period_text(coverage.get('period'))})",
         [
             Column("meter", "Energy meter"),
+            Column("months", "Months with readings"),
             Column("complete", "Months fully metered", "integer"),
             Column("estimated", "Months estimated", "integer"),
             Column("days", "Days with readings"),
@@ -960,21 +1000,52 @@ def coverage_section(coverage: Entry | None, grade: Any) -> Table:
     )
 
 
+def _part_year_meters(coverage: Entry | None) -> list[str]:
+    """Per meter not covering the whole period: its name, months with readings and days."""
+    coverage = coverage or {}
+    meters = coverage.get("meters") or []
+    out = []
+    for label, m in zip(meter_labels(meters), meters, strict=True):
+        if not m["estimated_months"]:
+            continue
+        with_readings = m.get("months_with_readings") or []
+        out.append(
+            f"{label}: readings in {len(with_readings)} of {coverage.get('months')} months"
+            + (f" ({months_text(with_readings)})" if with_readings else "")
+            + f", {m['covered_days']} of {m['period_days']} days"
+        )
+    return out
+
+
+def annualised(coverage: Entry | None) -> bool:
+    """True when any figure is estimated from part of the period."""
+    return any(m["estimated_months"] for m in (coverage or {}).get("meters") or [])
+
+
+def basis_text(coverage: Entry | None) -> str:
+    """How the annual figures were obtained: metered, or annualised from which months and how."""
+    parts = _part_year_meters(coverage)
+    if not parts:
+        return "Metered: every energy meter has readings for the whole year."
+    return (
+        "Annualised from part of the year (" + "; ".join(parts) + "): each meter's recorded "
+        "energy x days in the year / its days with readings. An estimate, not the metered total."
+    )
+
+
 def _estimate_warning(coverage: Entry | None) -> Note | None:
-    """A warning on the first page when any figure rests on estimated months."""
-    estimated = [
-        f"{_label(str(m['meter_type'])).lower()} {m['estimated_months']} of "
-        f"{(coverage or {}).get('months')} months"
-        for m in (coverage or {}).get("meters") or []
-        if m["estimated_months"]
-    ]
-    if not estimated:
+    """A warning on the first page when any figure rests on part of the year, naming each meter
+    and the months it has readings for."""
+    parts = _part_year_meters(coverage)
+    if not parts:
         return None
     return Note(
-        "Estimated months",
-        "Part of this year is not covered by meter readings (" + "; ".join(estimated) + "). "
-        "The energy of those months is estimated by scaling the readings held to the whole "
-        "year, so the result is an estimate until the year's readings are complete.",
+        "Estimated from part of the year",
+        "The figures are estimated from part of the year, not measured over all of it. "
+        + "; ".join(parts)
+        + ". Each meter's recorded energy is annualised (scaled by the days of the year over its "
+        "days with readings), so the result is an estimate until the year's readings are "
+        "complete.",
         warning=True,
     )
 
@@ -1107,6 +1178,7 @@ def _ll97_doc(
         f"Result for calendar year {r.year} (compliance period {r.period})",
         [
             ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            ("Basis", basis_text(entry.get("coverage"))),
             *_ll97_figures(r),
             ("Limits", "by Portfolio Manager property type (1 RCNY §103-14)"),
         ],
@@ -1171,6 +1243,7 @@ def _ll97_doc(
     sections.append(_disclaimer("compliance_ll97"))
     title = TYPE_TITLES["compliance_ll97"]
     data = _json_meta(report, organisation, title)
+    data["annualised"] = annualised(entry.get("coverage"))
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
@@ -1207,6 +1280,7 @@ def _berdo_doc(
             ("Emissions intensity", Amount(r.intensity_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
             ("Emissions standard", Amount(r.standard_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
             ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            ("Basis", basis_text(entry.get("coverage"))),
             ("Allowed emissions", Amount(r.allowed_tco2e, 2, "tCO2e")),
             ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
             (
@@ -1280,13 +1354,15 @@ def _berdo_doc(
     )
     sections.append(_disclaimer("compliance_berdo"))
     title = TYPE_TITLES["compliance_berdo"]
+    data = _json_meta(report, organisation, title)
+    data["annualised"] = annualised(entry.get("coverage"))
     return Document(
         title,
         f"{entry['building']['name']} · {entry['property']['name']}",
         _compliance_meta(report, organisation, r.year),
         sections,
         sources=compliance.sources_cited("berdo"),
-        data=_json_meta(report, organisation, title),
+        data=data,
     )
 
 

@@ -13,7 +13,7 @@ Two kinds of figures (docs/decisions.md (reports section)):
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -124,19 +124,24 @@ def scoped_buildings(
     return [(b, p) for b, p in session.execute(query).all()]
 
 
-def coverage(energy: EnergyPeriod | None) -> dict[str, Any]:
-    """What the figures of a period rest on: per energy meter, the months fully covered by
-    readings and the days covered; months not fully covered are estimated (the meter's recorded
-    energy is scaled to the whole period)."""
+def coverage(
+    energy: EnergyPeriod | None, names: Mapping[str, str | None] | None = None
+) -> dict[str, Any]:
+    """What the figures of a period rest on: per energy meter (by name), the months with readings,
+    the months fully covered and the days covered; months not fully covered are estimated (the
+    meter's recorded energy is scaled to the whole period)."""
     if energy is None:
         return {"period": None, "months": 0, "meters": []}
     months = len(energy.period.months)
     meters = [
         {
             "meter_id": m.meter_id,
+            "meter_name": (names or {}).get(m.meter_id),
             "meter_type": m.meter_type,
             "complete_months": months - m.incomplete_months,
             "estimated_months": m.incomplete_months,
+            "months_with_readings": [f"{d:%Y-%m}" for d in m.months_with_readings],
+            "full_months": [f"{d:%Y-%m}" for d in m.full_months],
             "covered_days": m.covered_days,
             "period_days": m.period_days,
             "readings": m.readings,
@@ -145,6 +150,11 @@ def coverage(energy: EnergyPeriod | None) -> dict[str, Any]:
         for m in sorted(energy.meters, key=lambda m: (m.meter_type, m.meter_id))
     ]
     return {"period": energy.period.as_dict(), "months": months, "meters": meters}
+
+
+def _meter_names(session: Session, building_ids: Sequence[str]) -> dict[str, str | None]:
+    meters = aggregates.meters_of(session, building_ids)
+    return {m.id: m.name for by_id in meters.values() for m in by_id.values()}
 
 
 def _current_entry(
@@ -159,7 +169,9 @@ def _current_entry(
     return {
         "building": _building_dict(building),
         "property": _property_dict(prop),
-        "coverage": coverage(aggregates.current(session, building.id).energy),
+        "coverage": coverage(
+            aggregates.current(session, building.id).energy, _meter_names(session, [building.id])
+        ),
         "benchmark": engine.building_result(session, building, now) if benchmark else None,
         "energy_kwh": engine.annual_energy_by_meter_type(session, building, now),
         "water_m3": engine.annual_water_m3(session, building, now) if water else None,
@@ -171,6 +183,7 @@ def _period_entries(
 ) -> list[dict[str, Any]]:
     """Entries with energy, water and emissions over `period` exactly (one query for energy)."""
     energy = aggregates.energy_in_periods(session, [b.id for b, _ in pairs], [period])
+    names = _meter_names(session, [b.id for b, _ in pairs])
     entries = []
     for b, p in pairs:
         e = energy[b.id][0]
@@ -190,7 +203,7 @@ def _period_entries(
                     "scores": [],
                 },
                 "energy_kwh": kwh,
-                "coverage": coverage(e),
+                "coverage": coverage(e, names),
                 "kgco2e_by_type": kg,
                 "water_m3": aggregates.annual_water(session, b.id, period),
             }

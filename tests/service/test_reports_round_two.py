@@ -1,0 +1,76 @@
+"""Compliance numbers, round two, over real HTTP: each meter named with its months in a compliance
+report, a part year said to be annualised and how, and no borrowed years in a portfolio summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.conftest import Service
+from tests.service.test_reports import (
+    NYC,
+    YEAR,
+    column,
+    complete,
+    download,
+    make_building,
+    months,
+    ok,
+    sheet_rows,
+    summary_of,
+    table_of,
+)
+
+
+def _meter(api: httpx.Client, building: dict[str, Any], name: str, count: int) -> None:
+    """An electricity meter called `name` with 100,000 kWh readings for the first `count` months
+    of YEAR."""
+    meter = ok(
+        api.post(
+            f"/v1/buildings/{building['id']}/meters",
+            json={"type": "electricity", "unit": "kWh", "name": name},
+        ),
+        201,
+    )["data"]
+    readings = [
+        {"start_date": s, "end_date": e, "consumption": 100_000} for s, e in months(YEAR)[:count]
+    ]
+    path = f"/v1/buildings/{building['id']}/meters/{meter['id']}/readings/batch"
+    ok(api.post(path, json={"readings": readings}), 201)
+
+
+def test_ll97_report_names_each_meter_and_says_the_year_is_annualised(
+    service: Service, api: httpx.Client
+) -> None:
+    """Issue items 2 and 3: two electricity meters, 'Main supply' with all of 2025 and 'Car park'
+    with January-June only (181 of 365 days). The coverage table and the estimate warning name
+    each meter with its months; the result says the figures are annualised, how, and from which
+    months (the issue's part-year report scaled to 544.14 t without a word)."""
+    building = make_building(api, **NYC, gfa=3000)
+    _meter(api, building, "Main supply", 12)
+    _meter(api, building, "Car park", 6)
+    report = complete(
+        api, service, type="compliance_ll97", format="xlsx", building_id=building["id"]
+    )
+    data = download(service, report)
+    headings, body, _ = table_of(sheet_rows(data, "Coverage"))
+    rows = {r[column(headings, "Energy meter")]: r for r in body}
+    assert set(rows) == {"Main supply (electricity)", "Car park (electricity)"}
+    months_col = column(headings, "Months with readings")
+    assert rows["Main supply (electricity)"][months_col] == "January to December 2025"
+    assert rows["Car park (electricity)"][months_col] == "January to June 2025"
+    assert rows["Car park (electricity)"][column(headings, "Months estimated")] == 6
+    basis = str(summary_of(data)["Basis"])
+    assert basis.startswith("Annualised from part of the year")
+    assert "Car park (electricity): readings in 6 of 12 months (January to June 2025)" in basis
+    assert "181 of 365 days" in basis and "days in the year / its days with readings" in basis
+    assert "Main supply" not in basis  # a whole year is not estimated
+    text = " ".join(str(r[0]) for r in sheet_rows(data, "Summary") if r and r[0])
+    assert "estimated from part of the year" in text
+    assert "electricity 6 of 12 months" not in text
+    # Energy: the full meter as metered, the half-year meter scaled by 365 / 181.
+    headings, _, totals = table_of(sheet_rows(data, "Emissions"))
+    assert totals is not None
+    expected = 1_200_000 + 600_000 * 365 / 181
+    assert abs(totals[column(headings, "Energy (kWh)")] - expected) < 1e-3
