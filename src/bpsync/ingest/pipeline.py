@@ -9,7 +9,7 @@ result.all_candidates() / result.problems                  # → plan, journal, 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,7 +22,9 @@ from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import CatalogSource, MeterCatalog, Normaliser
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
+from bpsync.ingest.readers.base import Row
 from bpsync.ingest.readers.xlsx import list_sheets
+from bpsync.ingest.results import csv_unquote, is_reject_report
 from bpsync.ingest.templates import (
     Template,
     list_templates,
@@ -38,7 +40,7 @@ from bpsync.ingest.validate import (
     _MeterSet,
     validate,
 )
-from bpsync.ingest.values import cell_text, is_blank
+from bpsync.ingest.values import cell_text, is_blank, parse_header
 
 GREEN_BUTTON_TEMPLATE = "green_button"
 
@@ -88,7 +90,7 @@ def choose_template(
             aggregate=t.aggregate,
             timezone=t.timezone,
         )
-        return table, t
+        return _read_back(table), t
     templates = list_templates(template_dirs)
     if meter:
         templates = [replace(x, fixed_meter=meter) for x in templates]
@@ -107,6 +109,7 @@ def choose_template(
         encoding=encoding,
         delimiter=delimiter,
     )
+    table = _read_back(table)
     match = match_template(table.headers, templates, fmt=fmt)
     seen: list[str] = []
     if fmt == "xlsx" and sheet is None:
@@ -148,6 +151,26 @@ def choose_template(
         )
     table.notes.append(match_reason(match.template, table.headers))
     return table, match.template
+
+
+def _read_back(table: Table) -> Table:
+    """A CSV reject report of ours (its last column `Reason`) with the `'` that neutralised
+    formula-like cells taken off (results.csv_safe), so its rows import with the source's values.
+    Read row by row: a report holds the rejected rows only."""
+    if table.kind != "csv" or not is_reject_report([h.text for h in table.headers]):
+        return table
+    rows = table.rows
+
+    def unquoted() -> Iterator[Row]:
+        for row in rows():
+            cells = tuple(csv_unquote(c) if isinstance(c, str) else c for c in row.cells)
+            yield Row(row.number, cells)
+
+    headers = [
+        h if csv_unquote(h.text) == h.text else parse_header(csv_unquote(h.text), h.index)
+        for h in table.headers
+    ]
+    return replace(table, headers=headers, _rows=unquoted, chunks=None)
 
 
 def _some(table: Table, limit: int = 8) -> str:

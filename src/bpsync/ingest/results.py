@@ -3,18 +3,53 @@
 The reject report sits next to the input (`<name>.rejects.csv`, or `<name>.rejects.xlsx` for a
 workbook): the file's own header and each rejected row's original cells, plus a `Reason` column.
 The user fixes those rows and imports the report itself; the same template matches it (the extra
-column is ignored), and rows already stored are skipped, so nothing is sent twice."""
+column is ignored), and rows already stored are skipped, so nothing is sent twice.
+
+The cells are the source file's, so they are treated as hostile: the workbook holds them as string
+cells (never formulas), and the CSV puts a `'` before a cell a spreadsheet program would evaluate
+(`=`, `+`, `-`, `@`, tab, CR), as the service's CSV reports do. Reading a report back
+(`csv_unquote`) takes that `'` off again, so a fixed row imports with its original value."""
 
 from __future__ import annotations
 
 import csv
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 REASON_COLUMN = "Reason"
+
+# Cells beginning with these run as formulas in spreadsheet programs (CSV injection): the rule of
+# the service's CSV reports (bpservice.reporting.tabular), which bpsync does not import.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A cell neutralised by `csv_safe`: one or more `'`, then a formula character. A cell that starts
+# so in the source gets one more `'`, so reading it back is exact.
+_QUOTED = re.compile(r"'+[=+\-@\t\r]")
+# A plain number ("-12.5", "+3", "-1,234.5", "1e-3") is a number to every spreadsheet program,
+# never a formula: it stays as it is (a negative consumption is a common reason for a reject).
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:[.,]\d+)*|[.,]\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_safe(text: str) -> str:
+    """A CSV cell that a spreadsheet program shows as text, never evaluates (a leading `'`)."""
+    if _QUOTED.match(text) or (
+        text.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text)
+    ):
+        return "'" + text
+    return text
+
+
+def csv_unquote(text: str) -> str:
+    """The cell as it was before `csv_safe` (for a reject report read back)."""
+    return text[1:] if _QUOTED.match(text) else text
+
+
+def is_reject_report(headers: Sequence[str]) -> bool:
+    """Whether a table with these header texts is a reject report of ours (its last column)."""
+    return bool(headers) and headers[-1] == REASON_COLUMN
 
 
 @dataclass
@@ -97,7 +132,13 @@ def write_reject_report(
     path: Path, headers: Sequence[str], rejects: Sequence[RejectedRow], sheet: str | None = None
 ) -> Path:
     """Write the report (CSV as UTF-8 with a BOM so Excel reads accents; or a one-sheet xlsx).
-    Written to a temporary file and renamed, so a half-written report never replaces a good one."""
+    Written to a temporary file and renamed, so a half-written report never replaces a good one.
+    A report of a report (the rows of an imported report refused again) has one `Reason` column:
+    the new reasons replace the old ones."""
+    if is_reject_report(headers):
+        keep = len(headers) - 1
+        headers = headers[:keep]
+        rejects = [replace(r, values=r.values[:keep]) for r in rejects]
     width = max([len(headers), *(len(r.values) for r in rejects)], default=0)
     header = [*headers, *("" for _ in range(width - len(headers))), REASON_COLUMN]
     body = [[*r.values, *("" for _ in range(width - len(r.values))), _reason(r)] for r in rejects]
@@ -108,15 +149,19 @@ def write_reject_report(
         wb = Workbook()
         ws = wb.active
         ws.title = (sheet or "Rejected rows")[:31]
-        ws.append(header)
-        for line in body:
+        for line in (header, *body):
             ws.append(line)
+            # openpyxl makes a str starting with "=" a formula (and "#N/A" an error): the type
+            # is set after the value, so the cell is a string, exactly as the source had it.
+            for cell in ws[ws.max_row]:
+                if isinstance(cell.value, str):
+                    cell.data_type = "s"
         wb.save(tmp)
     else:
         with tmp.open("w", encoding="utf-8-sig", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow(header)
-            writer.writerows(body)
+            for line in (header, *body):
+                writer.writerow([csv_safe(x) if isinstance(x, str) else x for x in line])
     os.replace(tmp, path)
     return path
 
