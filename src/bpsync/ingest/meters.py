@@ -33,6 +33,15 @@ from bpsync.paths import config_dir, ensure_private_dir
 PER_PAGE = 200
 FETCH_CONCURRENCY = 8
 _METER_ID = re.compile(r"^mtr_[A-Za-z0-9_-]+$")
+# The service's own meter ids (decisions D2, bpservice.ids): `mtr_` and 24 of [0-9a-z]. Only a
+# value of this shape is ever sent to the service as a meter id: anything else a file holds is
+# refused locally, so a file's content never reaches a URL (issue 14 item 8).
+SERVICE_METER_ID = re.compile(r"^mtr_[0-9a-z]{24}$")
+
+
+def is_service_meter_id(value: str) -> bool:
+    """Whether `value` has the shape of a meter id the service mints (D2)."""
+    return bool(SERVICE_METER_ID.match(value))
 
 
 # ---- the meter map ------------------------------------------------------------------------------
@@ -146,12 +155,18 @@ async def fetch_named(
 ) -> Portfolio | None:
     """The meters a file names (meter ids, or external references through the meter map), in
     list calls of 200 (GET /v1/meters, decisions C2), instead of the whole organisation. None when
-    the service has no such list (it answers 404): use `fetch_portfolio`."""
+    the service has no such list (it answers 404): use `fetch_portfolio`.
+
+    Only values shaped like the service's meter ids are looked up (a reference the meter map
+    links, or a meter id the file names itself): a reference in neither shape cannot name a
+    meter, so the normaliser refuses its rows without a request (issue 14 item 8)."""
     catalog = MeterCatalog.build((), meter_map or {})
     ids: set[str] = set()
     for name in names:
         mapped = catalog.meter_map.get(fold_reference(name)) if by == "external_ref" else None
-        ids.add(mapped or name)
+        wanted_id = mapped or name
+        if is_service_meter_id(wanted_id):
+            ids.add(wanted_id)
     wanted = sorted(ids)
     infos, building_of, latest = [], {}, {}
     groups = [wanted[start : start + 200] for start in range(0, len(wanted), 200)]
