@@ -74,3 +74,32 @@ def test_ll97_report_names_each_meter_and_says_the_year_is_annualised(
     assert totals is not None
     expected = 1_200_000 + 600_000 * 365 / 181
     assert abs(totals[column(headings, "Energy (kWh)")] - expected) < 1e-3
+
+
+def test_portfolio_summary_for_a_year_without_data_borrows_no_other_year(
+    service: Service, api: httpx.Client
+) -> None:
+    """Issue item 4: a portfolio summary for 2023, a year with no readings, printed other years'
+    EUIs under the 2023 dates (the terminal's 2025 summary silently used 2023-2024 data). The
+    buildings here have 2025 readings only: the 2023 summary says there is no data for 2023 and
+    shows the 2025 figures only in their own sheet, dated 2025, outside the totals."""
+    make_building(api, name="A1", gfa=1000, monthly={("electricity", "kWh"): 10_000})
+    report = complete(
+        api,
+        service,
+        type="portfolio_summary",
+        format="xlsx",
+        reporting_period={"start": "2023-01-01", "end": "2023-12-31"},
+    )
+    data = download(service, report)
+    headings, body, totals = table_of(sheet_rows(data, "Buildings"))
+    assert body[0][column(headings, "EUI (kWh/m²)")] is None
+    assert body[0][column(headings, "Assessment period")] == "no data in requested period"
+    assert totals is not None and totals[column(headings, "EUI (kWh/m²)")] is None
+    headings, body, _ = table_of(sheet_rows(data, "Other periods"))
+    row = body[0]
+    assert str(row[column(headings, "From")])[:10] == "2025-01-01"
+    assert str(row[column(headings, "To")])[:10] == "2025-12-31"
+    assert row[column(headings, "EUI (kWh/m²)")] == 120  # 120,000 kWh / 1,000 m², dated 2025
+    text = " ".join(str(c) for r in sheet_rows(data, "Summary") for c in r if c)
+    assert "No energy data for this period" in text and "other dates" in text

@@ -327,3 +327,50 @@ def test_a_part_year_ll97_report_says_it_is_annualised_and_how() -> None:
     )
     assert dict(full.sections[0].items)["Basis"].startswith("Metered")  # type: ignore[union-attr]
     assert full.data["annualised"] is False
+
+
+def test_a_portfolio_summary_for_a_year_without_data_borrows_no_other_year() -> None:
+    """Issue item 4: a portfolio summary for 2023, a year with no data, printed the EUIs of
+    2024 under the 2023 dates. Now it says there is no data for 2023 and shows the 2024 figures
+    only in their own table, with their own dates, outside the totals."""
+    asked = {"start": dt.date(2023, 1, 1), "end": dt.date(2023, 12, 31)}
+    later = entry(city="London", state=None, country="GB")
+    later["benchmark"] = _bench({"start": "2024-01-01", "end": "2024-12-31"}, 90, "GB")
+    doc = content.portfolio_summary(report("portfolio_summary", asked), ORG, [later], None)
+    first = doc.sections[0]
+    assert isinstance(first, Note) and first.title == "No energy data for this period"
+    assert "None of the 1 buildings has energy data for the requested period" in first.text
+    assert "2023-01-01 to 2023-12-31" in first.text and "other dates" in first.text
+    buildings, other = doc.tables()
+    assert buildings.rows[0]["eui_kwh_m2"] is None
+    assert buildings.rows[0]["assessment_period"] == "no data in requested period"
+    assert buildings.totals is not None and buildings.totals["eui_kwh_m2"] is None
+    assert other.name == "Other periods"
+    assert other.rows == [
+        {
+            "property_name": "Plaza",
+            "building_name": "Tower",
+            "reporting_period_start": dt.date(2024, 1, 1),
+            "reporting_period_end": dt.date(2024, 12, 31),
+            "eui_kwh_m2": 150.0,
+            "carbon_intensity_kgco2e_m2": 30.0,
+            "annual_energy_kwh": 1_000_000,
+            "annual_emissions_tco2e": 90.0,
+        }
+    ]
+    facts = next(s for s in doc.sections if isinstance(s, Facts))
+    assert "Area-weighted EUI" not in dict(facts.items)
+    assert doc.data["buildings_with_energy_data"] == 0
+    assert doc.data["buildings_with_data_for_other_periods_only"] == 1
+    render_pdf(doc)  # the extra table renders
+    # One building in the period, one not: only the first is in the figures and the totals.
+    now = entry(city="London", state=None, country="GB", gfa=1000)
+    now["building"] = {**now["building"], "id": "bld_2", "name": "Annex"}
+    now["benchmark"] = _bench({"start": "2023-01-01", "end": "2023-12-31"}, 90, "GB")
+    doc = content.portfolio_summary(report("portfolio_summary", asked), ORG, [later, now], None)
+    note = doc.sections[0]
+    assert isinstance(note, Note) and note.title == "Buildings without data for this period"
+    assert "1 of the 2 buildings have no energy data" in note.text
+    buildings = doc.tables()[0]
+    assert buildings.totals is not None and buildings.totals["annual_energy_kwh"] == 1_000_000
+    assert [r["building_name"] for r in doc.tables()[1].rows] == ["Tower"]

@@ -491,9 +491,17 @@ def portfolio_summary(
     _require_entries(entries, filters)
     ordered = sorted_entries(entries)
     rows = [building_row(e) for e in ordered]
+    elsewhere: list[dict[str, Value]] = []  # latest figures of buildings with none in the period
     for row, entry in zip(rows, ordered, strict=True):
         period = (entry.get("benchmark") or {}).get("reporting_period")
         row["assessment_period"] = _months_text(period)
+        if row["eui_kwh_m2"] is not None and not _overlaps(period, report["period"]):
+            # Figures of other dates never stand under the requested dates (issue: a 2023
+            # summary printed 2024's EUIs): they move to their own table with their own dates.
+            elsewhere.append({k: row.get(k) for k in _OTHER_PERIOD_KEYS})
+            for key in _PERIOD_FIGURES:
+                row[key] = None
+            row["assessment_period"] = "no data in requested period"
     columns = [TEMPLATE_COLUMNS[k].column for k in _PORTFOLIO_COLUMNS]
     grade_at = _PORTFOLIO_COLUMNS.index("data_quality_grade") + 1
     columns.insert(grade_at, Column("assessment_period", "Assessment period"))
@@ -516,8 +524,11 @@ def portfolio_summary(
         ("Annual emissions", Amount(float(totals["annual_emissions_tco2e"] or 0), 1, "tCO2e"))  # type: ignore[arg-type]
     )
     if portfolio:
-        if portfolio.get("weighted_svc_score") is not None:
-            facts.append(("Weighted svc score", Amount(float(portfolio["weighted_svc_score"]), 0)))
+        # The engine's weighted svc covers every building's current period; with buildings left
+        # out for having no data in the requested period, it is recomputed over the rows shown.
+        svc = _weighted(rows, "svc_score") if elsewhere else portfolio.get("weighted_svc_score")
+        if svc is not None:
+            facts.append(("Weighted svc score", Amount(float(svc), 0)))
         grades = portfolio.get("grade_distribution") or {}
         if grades:
             facts.append(
@@ -526,17 +537,55 @@ def portfolio_summary(
     title = TYPE_TITLES["portfolio_summary"]
     # A table of dashes must not read as a report with results: say first that nothing was found.
     missing: list[Section] = []
+    other_text = (
+        f" The latest figures held for {len(elsewhere)} of them are for other dates: they are "
+        "listed under 'Figures for other periods', each with its own dates, and are not in the "
+        "totals."
+        if elsewhere
+        else ""
+    )
     if not with_data:
         missing.append(
             Note(
                 "No energy data for this period",
                 f"None of the {len(rows)} buildings has energy data for the requested period "
-                f"({_period_text(report['period'])}). They are listed below without figures. "
-                "Import the readings for this period, or request a period that has them.",
+                f"({_period_text(report['period'])}). They are listed below without figures."
+                + other_text
+                + " Import the readings for this period, or request a period that has them.",
+                warning=True,
+            )
+        )
+    elif elsewhere:
+        missing.append(
+            Note(
+                "Buildings without data for this period",
+                f"{len(elsewhere)} of the {len(rows)} buildings have no energy data for the "
+                f"requested period ({_period_text(report['period'])}) and are listed without "
+                "figures." + other_text,
+                warning=True,
+            )
+        )
+    extra: list[Section] = []
+    if elsewhere:
+        extra.append(
+            Table(
+                "Other periods",
+                "Figures for other periods (not the requested period; not in the totals)",
+                [
+                    Column("property_name", "Property"),
+                    Column("building_name", "Building"),
+                    Column("reporting_period_start", "From", "date"),
+                    Column("reporting_period_end", "To", "date"),
+                    *[TEMPLATE_COLUMNS[k].column for k in _OTHER_PERIOD_KEYS[4:]],
+                ],
+                elsewhere,
+                note="Each building's latest 12 months with data, which do not overlap the "
+                "requested period.",
             )
         )
     data = _json_meta(report, organisation, title)
     data["buildings_with_energy_data"] = with_data
+    data["buildings_with_data_for_other_periods_only"] = len(elsewhere)
     return Document(
         title,
         f"{organisation.get('name')} · {_filters_text(filters)}",
@@ -554,9 +603,42 @@ def portfolio_summary(
                 "the svc score are floor-area-weighted means over the buildings that have them; "
                 "the energy rating total is over US buildings only.",
             ),
+            *extra,
             Note("Method and factors", portfolio_method(rows)),
         ],
         data=data,
+    )
+
+
+# Row figures that belong to a building's assessment period (blanked when that period is not the
+# requested one), and the columns of the table that shows them with their own dates instead.
+_PERIOD_FIGURES = (
+    "eui_kwh_m2",
+    "carbon_intensity_kgco2e_m2",
+    "annual_energy_kwh",
+    "annual_emissions_tco2e",
+    "svc_score",
+    "energy_rating_score",
+)
+_OTHER_PERIOD_KEYS = (
+    "property_name",
+    "building_name",
+    "reporting_period_start",
+    "reporting_period_end",
+    "eui_kwh_m2",
+    "carbon_intensity_kgco2e_m2",
+    "annual_energy_kwh",
+    "annual_emissions_tco2e",
+)
+
+
+def _overlaps(used: Mapping[str, Any] | None, requested: Mapping[str, Any]) -> bool:
+    """Whether a building's assessment period shares at least one day with the requested one."""
+    if not used or not used.get("start") or not used.get("end"):
+        return False
+    return not (
+        _date(used["end"]) < _date(requested["start"])  # type: ignore[operator]
+        or _date(used["start"]) > _date(requested["end"])  # type: ignore[operator]
     )
 
 
