@@ -17,6 +17,7 @@ from tests.service.test_reports import (
     make_building,
     months,
     ok,
+    pdf_text,
     sheet_rows,
     summary_of,
     table_of,
@@ -103,3 +104,30 @@ def test_portfolio_summary_for_a_year_without_data_borrows_no_other_year(
     assert row[column(headings, "EUI (kWh/m²)")] == 120  # 120,000 kWh / 1,000 m², dated 2025
     text = " ".join(str(c) for r in sheet_rows(data, "Summary") for c in r if c)
     assert "No energy data for this period" in text and "other dates" in text
+
+
+def test_certificate_says_where_an_office_scores_50(service: Service, api: httpx.Client) -> None:
+    """Issue item 5: a 50,000 ft² US office whose source EUI is the national median of EPA's
+    U.S. Energy Use Intensity by Property Type table (116.4 kBtu/ft²) scores 66 with EPA's
+    office model (Technical Reference, August 2018), because the model predicts 168.6 kBtu/ft²
+    for an office of that size. The certificate says where this building would score 50: at
+    the prediction x 0.8586, the median ratio of the model's own reference (144.7 kBtu/ft² =
+    456.6 kWh/m²)."""
+    gfa = 50_000 / 10.7639
+    # Electricity only: source = site x 2.80 (EPA's US ratio).
+    monthly = 116.4 * 3.15459 * gfa / 2.80 / 12
+    building = make_building(
+        api,
+        country="US",
+        city="Chicago",
+        state="IL",
+        gfa=gfa,
+        monthly={("electricity", "kWh"): monthly},
+    )
+    report = complete(
+        api, service, type="benchmark_certificate", format="pdf", building_id=building["id"]
+    )
+    text = " ".join(pdf_text(download(service, report)).split())
+    assert "66 / 100" in text
+    # reportlab writes ² as the octal escape \262 in the page stream.
+    assert "scores 50 at a source EUI of 456.6 kWh/m\\262/yr (144.7 kBtu/ft\\262)" in text

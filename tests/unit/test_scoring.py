@@ -237,11 +237,40 @@ def test_missing_use_details_take_the_reference_means() -> None:
     assert gb.indicative_reason is not None and gb.indicative_reason.startswith("outside the US")
 
 
+def test_an_office_at_the_median_of_the_scores_own_reference_scores_50() -> None:
+    """Issue item 5: a US office at the 'current national median' (116.4 kBtu/ft², EPA's U.S.
+    Energy Use Intensity by Property Type table, CBECS 2012 offices and banks) scored 66. That
+    table median is the median EUI of all offices, unadjusted; the score's own reference is
+    EPA's office model (Technical Reference, August 2018: regression on 886 CBECS 2012 offices,
+    gamma shape 4.016, scale 0.2328), whose median ratio is 0.8586 (the worked example's 0.8603
+    scores 50). A building whose source EUI is its prediction x that median scores 50, and the
+    rating says at which EUI this building would score 50."""
+    assert bm.reference_median_ratio(4.016, 0.2328) == pytest.approx(0.8586, abs=1e-4)
+    for details in (
+        bm.UseDetails(),  # every detail at EPA's reference means: predicted 143.1
+        bm.UseDetails(gfa_m2=50_000 / 10.7639, weekly_hours=54.09),
+        bm.UseDetails(gfa_m2=12_000, weekly_hours=70),
+        EPA_EXAMPLE,
+    ):
+        predicted = bm.office_prediction(OFFICE, details).source_eui_kbtu_ft2
+        median = predicted * bm.reference_median_ratio(4.016, 0.2328) * 3.15459
+        rating = bm.energy_rating(median, "office", True, "US", details)
+        assert rating.score == 50
+        assert rating.median_source_eui_kwh_m2 == pytest.approx(median)
+    # The 50,000 ft² office of the issue: 116.4 kBtu/ft² is well below what EPA's model
+    # predicts for it (168.6), so it scores 66; it would score 50 at 144.7 kBtu/ft².
+    office = bm.UseDetails(gfa_m2=50_000 / 10.7639)
+    rating = bm.energy_rating(116.4 * 3.15459, "office", True, "US", office)
+    assert rating.score == 66
+    assert rating.median_source_eui_kwh_m2 is not None
+    assert rating.median_source_eui_kwh_m2 / 3.15459 == pytest.approx(144.74, abs=0.01)
+
+
 def test_types_without_a_model_use_the_median_ratio() -> None:
     median = 120.0 * 3.15459  # retail, EPA 2018 table (status S: no certification from it)
     unconfirmed = "the national median is not confirmed against the current ENERGY STAR table"
     rating = bm.energy_rating(median * 0.7, "retail", True, "US")
-    assert rating == bm.EnergyRating(79, True, False, unconfirmed, bm.METHOD_MEDIAN)
+    assert rating == bm.EnergyRating(79, True, False, unconfirmed, bm.METHOD_MEDIAN, median)
     assert bm.energy_rating(median, "retail", True).score == 50
     assert bm.energy_rating(median, "data_centre", True) == bm.EnergyRating(None, False, False)
     assert bm.energy_rating(None, "office", True) == bm.EnergyRating(None, False, False)
@@ -256,7 +285,7 @@ def test_certification_needs_a_confirmed_median_and_a_us_building(
     monkeypatch.setattr(bm, "energy_rating_medians", lambda: confirmed)
     median = 100.0 * 3.15459
     rating = bm.energy_rating(median * 0.7, "retail", True, "US")
-    assert rating == bm.EnergyRating(79, True, True, None, bm.METHOD_MEDIAN)
+    assert rating == bm.EnergyRating(79, True, True, None, bm.METHOD_MEDIAN, median)
     assert not bm.energy_rating(median * 0.7, "retail", True, "CA").certification_eligible
 
 

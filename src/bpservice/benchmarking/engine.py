@@ -140,6 +140,11 @@ def _scores(
             "method": rating.method,
             "indicative": rating.indicative,
             "indicative_reason": rating.indicative_reason,
+            # The source EUI at which this building would score 50 (the median of the score's
+            # own reference for a building like it; docs/methods.md).
+            "median_source_eui_kwh_m2": None
+            if rating.median_source_eui_kwh_m2 is None
+            else round(rating.median_source_eui_kwh_m2, 2),
             "calculated_at": stamp,
         },
     ]

@@ -397,6 +397,13 @@ def office_prediction(model: Mapping[str, Any], details: UseDetails) -> Predicti
     return Prediction(predicted, tuple(defaulted))
 
 
+def reference_median_ratio(shape: float, scale: float) -> float:
+    """The median efficiency ratio of a score's own reference population (the fitted gamma's
+    median): a building at it scores 50. EPA's office fit (shape 4.016, scale 0.2328) gives
+    0.8586; the Technical Reference's worked example, ratio 0.8603, scores 50."""
+    return _gamma_median(shape) * scale
+
+
 def score_from_gamma(ratio: float, shape: float, scale: float) -> int:
     """EPA's lookup: the score is 100 minus the whole percent of the fitted gamma population with
     a ratio at or below this one (ratio < 0.1932 scores 100 for offices, >= 2.3444 scores 1)."""
@@ -412,6 +419,11 @@ class EnergyRating:
     # Why a score can never support certification here (None when it can).
     indicative_reason: str | None = None
     method: str | None = None
+    # The source EUI (kWh/m²) at which this building would score 50: the median of the score's
+    # own reference for a building like this one. For a modelled type it is the prediction x
+    # the reference median ratio, not the national median table's figure (a different
+    # statistic: the median EUI of all the type's buildings, unadjusted).
+    median_source_eui_kwh_m2: float | None = None
 
     @property
     def indicative(self) -> bool:
@@ -450,7 +462,13 @@ def energy_rating(
     if model is not None:
         prediction = office_prediction(model, details or UseDetails())
         ratio = (source_eui_kwh_m2 / KWH_M2_PER_KBTU_FT2) / prediction.source_eui_kbtu_ft2
-        score = score_from_gamma(ratio, float(model["gamma_shape"]), float(model["gamma_scale"]))
+        shape, scale = float(model["gamma_shape"]), float(model["gamma_scale"])
+        score = score_from_gamma(ratio, shape, scale)
+        median = (
+            prediction.source_eui_kbtu_ft2
+            * reference_median_ratio(shape, scale)
+            * KWH_M2_PER_KBTU_FT2
+        )
         method = METHOD_MODEL
         missing = [_DETAIL_WORDS[d] for d in prediction.defaulted if d in _DETAIL_WORDS]
         if missing:
@@ -461,7 +479,8 @@ def energy_rating(
         figure = energy_rating_medians().get(use_type)
         if figure is None:
             return EnergyRating(None, False, False)
-        score = rating_from_ratio(source_eui_kwh_m2 / (figure.value * KWH_M2_PER_KBTU_FT2))
+        median = figure.value * KWH_M2_PER_KBTU_FT2
+        score = rating_from_ratio(source_eui_kwh_m2 / median)
         method = METHOD_MEDIAN
         if figure.status != "V":
             reasons.append(
@@ -474,4 +493,5 @@ def energy_rating(
         eligible and reason is None and score >= CERTIFICATION_SCORE,
         reason,
         method,
+        median,
     )

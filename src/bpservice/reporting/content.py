@@ -223,6 +223,15 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
         else:
             eligible = "eligible" if score.get("certification_eligible") else "not eligible"
             detail = f"certification {eligible}"
+        median = score.get("median_source_eui_kwh_m2")
+        if median is not None:
+            # Where 50 lies for this building, so nobody reads the national table's median as
+            # the score's (issue: an office at the table's office median scored 66).
+            detail += (
+                f"; scores 50 at a source EUI of {number(median, 1)} kWh/m²/yr "
+                f"({number(median / _KWH_M2_PER_KBTU_FT2, 1)} kBtu/ft²), the median of the "
+                "score's own reference for this building"
+            )
         return ("Energy rating", _out_of_100(score["score"]), detail)
     if standard == "eu_epc":
         return (
@@ -255,6 +264,8 @@ def _score_line(score: Mapping[str, Any]) -> tuple[str, str, str]:
     value = score.get("score", score.get("grade", ""))
     return (_label(standard), str(value), "")
 
+
+_KWH_M2_PER_KBTU_FT2 = 3.15459  # 1 kBtu/ft² = 3.15459 kWh/m²
 
 _SCHEME_LABELS = {
     "uk_dec": "UK Display Energy Certificate operational rating (CIBSE TM46 benchmark)",
@@ -326,7 +337,10 @@ def certificate_method(country: Any, year: int | None) -> str:
         "CA). Energy rating: offices use EPA's ENERGY STAR office model (Technical Reference, "
         "August 2018: regression of source EUI on floor area, weekly hours, workers and "
         "computers per 1,000 ft² and percent cooled x ln CDD, gamma shape 4.016, scale 0.2328), "
-        "with EPA's reference means for the details the service does not hold; other use types "
+        "with EPA's reference means for the details the service does not hold; an office scores "
+        "50 at EPA's prediction for it x 0.8586, the median ratio of the model's reference "
+        "(CBECS 2012 offices), not at the national median table's office figure (116.4 "
+        "kBtu/ft², the median of all US offices, unadjusted for size or use); other use types "
         "use the ratio to a national median source EUI on a gamma curve of shape 6. A rating is "
         "indicative whenever a detail was assumed, the median is unconfirmed or the building is "
         "outside the US, and certification eligibility is then never claimed. svc score: the "
@@ -682,8 +696,9 @@ def portfolio_method(rows: Sequence[Mapping[str, Value]]) -> str:
         "uses location-based emission factors of the building's country, from the factor set of "
         "the reporting year (the calendar year holding most of the period): "
         + "; ".join(sets)
-        + ". The energy rating is the service's indicative rating against US national medians "
-        "(see each certificate); the svc score is a percentile among the service's own peers. "
+        + ". The energy rating is indicative: offices are scored with EPA's office model, other "
+        "use types against US national medians (see each certificate); the svc score is a "
+        "percentile among the service's own peers. "
         "These carbon figures differ from an LL97 or BERDO assessment of the same building, "
         "which uses the law's own coefficients (e.g. LL97 0.000288962 tCO2e/kWh for grid "
         "electricity, BERDO's yearly grid factor less the RPS share) over a calendar year."
