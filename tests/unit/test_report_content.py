@@ -374,3 +374,17 @@ def test_a_portfolio_summary_for_a_year_without_data_borrows_no_other_year() -> 
     buildings = doc.tables()[0]
     assert buildings.totals is not None and buildings.totals["annual_energy_kwh"] == 1_000_000
     assert [r["building_name"] for r in doc.tables()[1].rows] == ["Tower"]
+
+
+def test_a_custom_report_for_a_year_without_data_borrows_no_other_year() -> None:
+    """Issue item 4, custom templates too: a 2023 custom report of a building whose data is for
+    2024 leaves its figures blank and gives the 2024 dates in a note."""
+    asked = {"start": dt.date(2023, 1, 1), "end": dt.date(2023, 12, 31)}
+    later = entry(city="London", state=None, country="GB")
+    later["benchmark"] = _bench({"start": "2024-01-01", "end": "2024-12-31"}, 90, "GB")
+    template = {"id": "rtp_1", "name": "T", "columns": ["building_name", "eui_kwh_m2"]}
+    doc = content.custom(report("custom", asked), ORG, template, [later])
+    assert doc.tables()[0].rows == [{"building_name": "Tower", "eui_kwh_m2": None}]
+    note = doc.sections[0]
+    assert isinstance(note, Note) and "Tower (2024-01 to 2024-12)" in note.text
+    assert doc.data["buildings_with_data_for_other_periods_only"] == 1

@@ -646,6 +646,17 @@ _OTHER_PERIOD_KEYS = (
 )
 
 
+# A custom template's columns that belong to the building's assessment period (with the
+# per-meter-type energy columns).
+_CUSTOM_PERIOD_FIGURES = (
+    *_PERIOD_FIGURES,
+    "svc_percentile",
+    "eu_epc_grade",
+    "stranding_year_1_5c",
+    "stranding_year_2c",
+)
+
+
 def _overlaps(used: Mapping[str, Any] | None, requested: Mapping[str, Any]) -> bool:
     """Whether a building's assessment period shares at least one day with the requested one."""
     if not used or not used.get("start") or not used.get("end"):
@@ -1500,6 +1511,18 @@ def custom(
     _require_entries(entries, filters)
     keys = list(template["columns"])
     rows = [building_row(e) for e in entries]
+    # As in the portfolio summary: a building whose latest 12 months with data do not overlap
+    # the requested period shows no figures under the requested dates; a note gives its dates.
+    elsewhere = []
+    for row, entry in zip(rows, entries, strict=True):
+        period = (entry.get("benchmark") or {}).get("reporting_period")
+        if row["eui_kwh_m2"] is not None and not _overlaps(period, report["period"]):
+            elsewhere.append(f"{row['building_name']} ({_months_text(period)})")
+            for key in _CUSTOM_PERIOD_FIGURES:
+                row[key] = None
+            for key in TEMPLATE_COLUMNS:
+                if key.endswith("_kwh"):
+                    row[key] = None
     rows.sort(
         key=lambda r: (str(r["property_name"]), str(r["building_name"]), str(r["building_id"]))
     )
@@ -1525,10 +1548,22 @@ def custom(
     title = str(template.get("title") or template.get("name") or TYPE_TITLES["custom"])
     data = _json_meta(report, organisation, title)
     data["template"] = {"id": template.get("id"), "name": template.get("name")}
+    sections: list[Section] = []
+    if elsewhere:
+        sections.append(
+            Note(
+                "Buildings without data for this period",
+                f"{len(elsewhere)} of the {len(rows)} buildings have no energy data for the "
+                f"requested period ({_period_text(report['period'])}); their figures are left "
+                "blank. Their latest data is for other dates: " + "; ".join(elsewhere) + ".",
+                warning=True,
+            )
+        )
+    data["buildings_with_data_for_other_periods_only"] = len(elsewhere)
     return Document(
         title,
         f"{organisation.get('name')} · {_filters_text(filters)}",
         _meta(report, organisation),
-        [Table("Report", title, columns, selected, totals=totals)],
+        [*sections, Table("Report", title, columns, selected, totals=totals)],
         data=data,
     )
