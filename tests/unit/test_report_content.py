@@ -315,6 +315,7 @@ def test_a_part_year_ll97_report_says_it_is_annualised_and_how() -> None:
     doc = content.compliance_ll97(report("compliance_ll97"), ORG, e)
     result = doc.sections[0]
     assert isinstance(result, Facts)
+    assert "Annual emissions (annualised from part of the year)" in dict(result.items)
     basis = dict(result.items)["Basis"]
     assert basis == (
         "Annualised from part of the year (Main supply (electricity): readings in 6 of 12 "

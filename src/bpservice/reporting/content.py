@@ -1141,6 +1141,13 @@ def basis_text(coverage: Entry | None) -> str:
     )
 
 
+def _emissions_label(entry: Entry) -> str:
+    """'Annual emissions', marked when the year is annualised from part of it."""
+    if annualised(entry.get("coverage")):
+        return "Annual emissions (annualised from part of the year)"
+    return "Annual emissions"
+
+
 def _estimate_warning(coverage: Entry | None) -> Note | None:
     """A warning on the first page when any figure rests on part of the year, naming each meter
     and the months it has readings for."""
@@ -1285,7 +1292,7 @@ def _ll97_doc(
     result = Facts(
         f"Result for calendar year {r.year} (compliance period {r.period})",
         [
-            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            (_emissions_label(entry), Amount(r.emissions_tco2e, 2, "tCO2e")),
             ("Basis", basis_text(entry.get("coverage"))),
             *_ll97_figures(r),
             ("Limits", "by Portfolio Manager property type (1 RCNY §103-14)"),
@@ -1387,7 +1394,7 @@ def _berdo_doc(
         [
             ("Emissions intensity", Amount(r.intensity_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
             ("Emissions standard", Amount(r.standard_kgco2e_per_sqft, 2, "kgCO2e/ft²")),
-            ("Annual emissions", Amount(r.emissions_tco2e, 2, "tCO2e")),
+            (_emissions_label(entry), Amount(r.emissions_tco2e, 2, "tCO2e")),
             ("Basis", basis_text(entry.get("coverage"))),
             ("Allowed emissions", Amount(r.allowed_tco2e, 2, "tCO2e")),
             ("Excess emissions", Amount(r.excess_tco2e, 2, "tCO2e")),
