@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -180,6 +181,22 @@ def _date(text: str | None) -> dt.date | None:
     return dt.date.fromisoformat(text) if text else None
 
 
+def storable_name(name: str) -> str | bytes:
+    """A file name or path as SQLite can hold it. A name that is not valid UTF-8 on disk reaches
+    Python with surrogate escapes (os.fsdecode), which no UTF-8 text column accepts: it is kept
+    as its file-system bytes (a BLOB), so nothing is lost and the path still opens."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name)
+    return name
+
+
+def stored_name(value: str | bytes) -> str:
+    """The name `storable_name` kept, as Python names the file again."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
 class Journal:
     """The journal file. One connection, used from one thread (the import's event loop)."""
 
@@ -224,8 +241,8 @@ class Journal:
             r["id"],
             r["target"],
             r["file_hash"],
-            r["file_name"],
-            r["file_path"],
+            stored_name(r["file_name"]),
+            stored_name(r["file_path"]),
             r["sheet"],
             r["template"],
             r["profile"],
@@ -282,8 +299,8 @@ class Journal:
                 (
                     target,
                     file_hash,
-                    path.name,
-                    str(path),
+                    storable_name(path.name),
+                    storable_name(str(path)),
                     sheet,
                     template,
                     profile,

@@ -171,13 +171,28 @@ def _reason(r: RejectedRow) -> str:
     return where + "; ".join(x for x in r.reasons if x)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable(text: str) -> str:
+    """Text a UTF-8 terminal can print: a file name that is not UTF-8 on disk reaches Python with
+    surrogate escapes (os.fsdecode); each undecodable byte is shown as `\\xff`."""
+
+    def one(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
+
+    return _SURROGATE.sub(one, text)
+
+
 def render(summary: ImportSummary, console: Any) -> None:
     """The human summary (rich)."""
     from rich.markup import escape
     from rich.table import Table
 
     # File names, templates and messages are user text: "[fixed]" must print, not vanish.
-    t = Table(show_header=False, box=None, title=f"Import of {escape(summary.file)}")
+    title = f"Import of {escape(readable(summary.file))}"
+    t = Table(show_header=False, box=None, title=title)
     t.add_column(style="bold")
     t.add_column()
     env = summary.environment or "environment set by the OAuth app"
@@ -197,13 +212,13 @@ def render(summary: ImportSummary, console: Any) -> None:
     if summary.reject_report:
         rows.append(("reject report", summary.reject_report))
     for k, v in rows:
-        t.add_row(k, escape(str(v)))
+        t.add_row(k, escape(readable(str(v))))
     console.print(t)
     if summary.status == "dry-run":  # the choices made (template, conventions) before sending
         for note in summary.notes:
-            console.print(f"note: {note}", markup=False)
+            console.print(f"note: {readable(note)}", markup=False)
     if summary.message:
-        console.print(summary.message, markup=False)
+        console.print(readable(summary.message), markup=False)
 
 
 def _skipped(summary: ImportSummary) -> str:
@@ -329,7 +344,7 @@ def problems_table(problems: Sequence[Mapping[str, Any]], console: Any, limit: i
     for col in ("row", "column", "severity", "code", "reason"):
         t.add_column(col, overflow="fold")
     for g in groups[:limit]:
-        t.add_row(g.where, escape(g.column), g.severity, g.code, escape(g.text))
+        t.add_row(g.where, escape(readable(g.column)), g.severity, g.code, escape(readable(g.text)))
     console.print(t)
     if len(groups) > limit:
         console.print(

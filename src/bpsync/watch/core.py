@@ -138,6 +138,30 @@ class RunResult:
     interrupted: bool = False  # a stop request cancelled a file in flight
 
 
+def private_name(name: str) -> str:
+    """The private copy's name: the file's own, or, for a name that is not UTF-8 on disk
+    (surrogate escapes from os.fsdecode), its bytes written as escapes (`bills-\\xff.csv`): the
+    readers and the journal need text, and the file is settled under its own name anyway."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
+
+
+def summary_line(result: RunResult) -> str:
+    """The run in one line; a file a local error left in the folder is counted too (it is neither
+    processed nor failed, and "0 failed" alone would hide it)."""
+    line = (
+        f"stopped: {result.processed} processed, {result.failed} failed, {result.skipped} skipped"
+    )
+    if result.errored:
+        line += (
+            f", {result.errored} could not be handled (left in the folder and tried again later)"
+        )
+    return line
+
+
 @dataclass(frozen=True)
 class Job:
     path: Path
@@ -406,11 +430,11 @@ class Watcher:
         self._write_status(force=True)
         self.log.info(
             "stopped",
-            f"stopped: {self.result.processed} processed, {self.result.failed} failed, "
-            f"{self.result.skipped} skipped",
+            summary_line(self.result),
             processed=self.result.processed,
             failed=self.result.failed,
             skipped=self.result.skipped,
+            errored=self.result.errored or None,
         )
 
     def _cancel_current(self) -> None:
@@ -648,7 +672,7 @@ class Watcher:
             if existing is not None and existing.state != "failed":
                 await self.settler.set_aside(job.path, snap, sha, existing, conn)
                 return None
-            work = self.config.work_dir / sha[:16] / job.path.name
+            work = self.config.work_dir / sha[:16] / private_name(job.path.name)
             work.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, work)
         except FileNotFoundError:

@@ -82,7 +82,9 @@ def write_atomic(path: Path, text: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with open(fd, "w", encoding="utf-8") as f:
+    # A file name that is not UTF-8 on disk (surrogate escapes) is written as `\udcff`: readable
+    # text, and in a JSON string the escape that reads back as the same name.
+    with open(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from bpsync.ingest.journal import storable_name, stored_name
 from bpsync.paths import ensure_private_dir
 from bpsync.watch.rules import Snapshot
 from bpsync.watch.status import RECENT_LIMIT, Fate, LedgerEntry
@@ -125,17 +126,17 @@ class Ledger:
             target=r["target"],
             sha256=r["sha256"],
             state=r["state"],
-            file_name=r["file_name"],
-            original_path=Path(r["original_path"]),
+            file_name=stored_name(r["file_name"]),
+            original_path=Path(stored_name(r["original_path"])),
             original=Snapshot(r["original_size"], r["original_mtime_ns"]),
-            work_path=Path(r["work_path"]),
-            dest_path=Path(r["dest_path"]) if r["dest_path"] else None,
+            work_path=Path(stored_name(r["work_path"])),
+            dest_path=Path(stored_name(r["dest_path"])) if r["dest_path"] else None,
             claimed_at=_time(r["claimed_at"]),  # type: ignore[arg-type]
             settled_at=_time(r["settled_at"]),
             accepted=r["accepted"],
             rejected=r["rejected"],
             import_id=r["import_id"],
-            receipt_path=r["receipt_path"],
+            receipt_path=_name(r["receipt_path"]),
         )
 
     # ---- contents ------------------------------------------------------------------------------
@@ -176,11 +177,11 @@ class Ledger:
                 (
                     target,
                     sha256,
-                    original.name,
-                    str(original),
+                    storable_name(original.name),
+                    storable_name(str(original)),
                     snap.size,
                     snap.mtime_ns,
-                    str(work),
+                    storable_name(str(work)),
                     _iso(now),
                 ),
             )
@@ -197,11 +198,11 @@ class Ledger:
                 " original_size = ?, original_mtime_ns = ?, work_path = ?, dest_path = NULL,"
                 " claimed_at = ?, settled_at = NULL, receipt_path = NULL WHERE id = ?",
                 (
-                    original.name,
-                    str(original),
+                    storable_name(original.name),
+                    storable_name(str(original)),
                     snap.size,
                     snap.mtime_ns,
-                    str(work),
+                    storable_name(str(work)),
                     _iso(now),
                     content_id,
                 ),
@@ -216,7 +217,14 @@ class Ledger:
             db.execute(
                 "UPDATE contents SET target = ?, file_name = ?, original_path = ?,"
                 " original_size = ?, original_mtime_ns = ? WHERE id = ?",
-                (target, original.name, str(original), snap.size, snap.mtime_ns, content_id),
+                (
+                    target,
+                    storable_name(original.name),
+                    storable_name(str(original)),
+                    snap.size,
+                    snap.mtime_ns,
+                    content_id,
+                ),
             )
         return self.get(content_id)
 
@@ -234,7 +242,10 @@ class Ledger:
         """Record where the file goes before moving anything, so a crash while settling settles
         it at the same place on the next start (never twice)."""
         with self._tx() as db:
-            db.execute("UPDATE contents SET dest_path = ? WHERE id = ?", (str(dest), content_id))
+            db.execute(
+                "UPDATE contents SET dest_path = ? WHERE id = ?",
+                (storable_name(str(dest)), content_id),
+            )
         return self.get(content_id)
 
     def settle(
@@ -253,7 +264,15 @@ class Ledger:
             db.execute(
                 "UPDATE contents SET state = ?, settled_at = ?, accepted = ?, rejected = ?,"
                 " import_id = ?, receipt_path = ? WHERE id = ?",
-                (fate, _iso(now), accepted, rejected, import_id, receipt_path, content_id),
+                (
+                    fate,
+                    _iso(now),
+                    accepted,
+                    rejected,
+                    import_id,
+                    storable_name(receipt_path),
+                    content_id,
+                ),
             )
             self._record(
                 db,
@@ -287,7 +306,16 @@ class Ledger:
         db.execute(
             "INSERT INTO files (sha256, file_name, fate, at, accepted, rejected, receipt_path,"
             " stored_as) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sha256, file_name, fate, _iso(now), accepted, rejected, receipt_path, stored_as),
+            (
+                sha256,
+                storable_name(file_name),
+                fate,
+                _iso(now),
+                accepted,
+                rejected,
+                _storable(receipt_path),
+                _storable(stored_as),
+            ),
         )
 
     def record_skipped(
@@ -303,13 +331,13 @@ class Ledger:
         rows = self._db.execute("SELECT * FROM files ORDER BY id DESC LIMIT ?", (limit,))
         return [
             LedgerEntry(
-                r["file_name"],
+                stored_name(r["file_name"]),
                 r["sha256"],
                 r["fate"],
                 _time(r["at"]),  # type: ignore[arg-type]
                 r["accepted"],
                 r["rejected"],
-                r["receipt_path"],
+                _name(r["receipt_path"]),
             )
             for r in rows
         ]
@@ -317,4 +345,15 @@ class Ledger:
     def history(self) -> list[tuple[str, str, Fate, str | None]]:
         """(file name, sha256, fate, stored as) of every file settled, oldest first."""
         rows = self._db.execute("SELECT * FROM files ORDER BY id")
-        return [(r["file_name"], r["sha256"], r["fate"], r["stored_as"]) for r in rows]
+        return [
+            (stored_name(r["file_name"]), r["sha256"], r["fate"], _name(r["stored_as"]))
+            for r in rows
+        ]
+
+
+def _storable(name: str | None) -> str | bytes | None:
+    return storable_name(name) if name is not None else None
+
+
+def _name(value: str | bytes | None) -> str | None:
+    return stored_name(value) if value is not None else None

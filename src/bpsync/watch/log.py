@@ -21,8 +21,9 @@ _RANK = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
 
 # C0 and C1 controls, DEL, the Unicode line/paragraph separators and the bidirectional overrides
-# that can make a name display as something else.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# that can make a name display as something else; and lone surrogates, which stand for the bytes
+# of a file name that is not UTF-8 (os.fsdecode) and which no UTF-8 stream can write.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def escape_controls(text: str) -> str:
