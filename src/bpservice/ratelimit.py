@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,12 @@ class BucketState:
         return self.reset - self.window
 
 
+# How long an issued ETag is remembered (for 304s with an empty bucket), and how many at most in
+# one process's memory (about 100 bytes each).
+TAG_TTL_SECONDS = 86_400
+MAX_MEMORY_TAGS = 100_000
+
+
 class RateLimiter:
     remote = False  # True when every call is a network round trip (Redis)
 
@@ -50,6 +57,8 @@ class RateLimiter:
         self.clock = clock
         self._counts: dict[BucketKey, tuple[int, int]] = {}
         self._lock = threading.Lock()
+        # Issued ETags (hashed with caller and URL) -> when they are forgotten, oldest first.
+        self._tags: OrderedDict[str, float] = OrderedDict()
 
     def limit_for(self, kind: str) -> int:
         return {
@@ -111,6 +120,27 @@ class RateLimiter:
         start = self._window_start(self._now())
         with self._lock:
             self._counts = {k: v for k, v in self._counts.items() if v[0] == start}
+
+    # Issued ETags: a conditional GET that arrives with the bucket empty runs its handler only if
+    # it presents a tag the service gave that caller for that URL (decisions D30), so a made-up
+    # tag cannot buy handler work with an empty bucket.
+
+    def remember_tag(self, name: str) -> None:
+        with self._lock:
+            self._tags[name] = self._now() + TAG_TTL_SECONDS
+            self._tags.move_to_end(name)
+            while len(self._tags) > MAX_MEMORY_TAGS:
+                self._tags.popitem(last=False)
+
+    def known_tag(self, names: list[str]) -> bool:
+        now = self._now()
+        with self._lock:
+            return any(self._tags.get(name, 0) > now for name in names)
+
+    def forget_tags(self, names: list[str]) -> None:
+        with self._lock:
+            for name in names:
+                self._tags.pop(name, None)
 
 
 # KEYS: one counter per bucket, named with the window start. ARGV[1]: seconds the counters live;
@@ -215,6 +245,22 @@ class RedisRateLimiter(RateLimiter):
 
     def prune(self) -> None:
         """Nothing to do: Redis expires past windows' counters itself."""
+
+    def _tag_key(self, name: str) -> str:
+        return f"{{{self.prefix}:rl}}:etag:{name}"
+
+    @_guarded
+    def remember_tag(self, name: str) -> None:
+        self.client.set(self._tag_key(name), b"1", ex=TAG_TTL_SECONDS)
+
+    @_guarded
+    def known_tag(self, names: list[str]) -> bool:
+        return bool(names) and int(self.client.exists(*[self._tag_key(n) for n in names])) > 0
+
+    @_guarded
+    def forget_tags(self, names: list[str]) -> None:
+        if names:
+            self.client.delete(*[self._tag_key(n) for n in names])
 
 
 def redis_client(url: str) -> Any:

@@ -1,17 +1,24 @@
 """The HTTP edge, in one pure ASGI middleware: body-size guard, caller identification, rate limits
-(with X-RateLimit-* on every response), and ETags with If-None-Match → 304 (a 304 is not counted)."""
+(with X-RateLimit-* on every response), ETags with If-None-Match → 304 (a 304 is not counted; an
+empty bucket answers 429 before any handler runs unless the tag was issued for that URL), NUL
+refused in /v1 query parameters and JSON bodies (422), and trailing-slash redirects that never
+point at the client's Host header."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
+from starlette.datastructures import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpservice.auth import Principal, resolve_bearer
+from bpservice.errors import is_json_media_type
 from bpservice.ratelimit import (
     BucketKey,
     BucketState,
@@ -29,6 +36,65 @@ _REPORT_ROUTES = (re.compile(r"^/v1/reports$"),)
 # Paths outside the API that are not rate limited (health, docs). The authorization server
 # (/oauth/*) is metered per client address like any unauthenticated caller.
 _UNMETERED = re.compile(r"^/(healthz|docs|redoc|openapi\.json)")
+
+
+# `\u0000` in JSON text, unless its backslash is itself escaped (`\\u0000` is six characters).
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_NUL_MESSAGE = "must not contain NUL characters"
+
+
+def nul_query_fields(query_string: bytes) -> list[str]:
+    """Names of the query parameters whose name or value holds a NUL once decoded."""
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    return list(dict.fromkeys(k.replace("\x00", "\\u0000") for k, v in pairs if "\x00" in k + v))
+
+
+def nul_json_fields(value: Any, path: str = "") -> list[str]:
+    """Paths (`address.city`, `property_access[0]`) of the strings in a JSON value that hold NUL."""
+    found: list[str] = []
+    if isinstance(value, str):
+        if "\x00" in value:
+            found.append(path or "body")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += nul_json_fields(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{path}.{key}" if path else key
+            if "\x00" in key:
+                found.append(name.replace("\x00", "\\u0000"))
+            else:
+                found += nul_json_fields(item, name)
+    return found
+
+
+def nul_body_fields(body: bytes) -> list[str]:
+    """Fields of a JSON body whose strings hold NUL; the body is parsed only when its text has a
+    `\\u0000` escape (a raw NUL byte is not JSON and is refused as such by the handler)."""
+    if not _JSON_NUL.search(body):
+        return []
+    try:
+        return nul_json_fields(json.loads(body))
+    except ValueError:
+        return []  # not JSON: answered 400 invalid_json by the handler
+
+
+class _Disconnected(Exception):
+    """The client went away while its body was being read."""
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the application the body already read, then the client's messages."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def bucket_keys(
@@ -50,6 +116,14 @@ def bucket_keys(
 
 def etag_of(body: bytes) -> str:
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def listed_tags(if_none_match: str | None) -> list[str]:
+    """The entity tags of an If-None-Match list, weak prefixes dropped (at most 20)."""
+    if if_none_match is None:
+        return []
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")[:20]]
+    return [t for t in tags if t]
 
 
 def etag_matches(if_none_match: str, etag: str) -> bool:
@@ -130,23 +204,56 @@ class EdgeMiddleware:
         # `*` matches any current representation: answering it means running the handler, so it
         # is counted like any GET. Only a specific tag that matches is free (a real cache hit).
         star = if_none_match is not None and if_none_match.strip() == "*"
-        conditional = method in ("GET", "HEAD") and if_none_match is not None and not star
-        if not granted and not conditional:
+        # The authorization server's pages set cookies: never answered with a 304.
+        cacheable = method == "GET" and not path.startswith("/oauth/")
+        presented = listed_tags(if_none_match) if cacheable and metered and not star else []
+        # An empty bucket answers 429 before any handler runs, unless the request presents a tag
+        # this service gave this caller for this URL: only then can the answer be a 304
+        # (decisions D30), and only running the handler can tell.
+        if not granted and (not presented or not await self._issued(keys[0], scope, presented)):
             await self._send_rate_limited(send, states)
             return
 
+        refusal = (
+            nul_query_fields(scope.get("query_string", b"")) if path.startswith("/v1/") else []
+        )
+        if not refusal and path.startswith("/v1/") and self._json_body(scope, method):
+            try:
+                body = await self._read_body(receive)
+            except _Disconnected:
+                return  # nobody to answer, and a partial body must not reach a handler
+            if body is None:
+                limit = self.state.settings.max_body_bytes
+                message = f"The request body is larger than {limit} bytes."
+                await self._send_error(send, 413, "payload_too_large", message, states)
+                return
+            refusal = nul_body_fields(body)
+            receive = _replay(body, receive)
+        if refusal:
+            # PostgreSQL text cannot hold NUL (and no id, name or URL contains one): refused here,
+            # in one place, before any handler could send it to the database (decisions D7).
+            details = [
+                {"field": f, "code": "nul_character", "message": _NUL_MESSAGE} for f in refusal
+            ]
+            fields = ", ".join(refusal[:5])
+            message = f"The request is invalid: {fields}."
+            await self._send_error(send, 422, "validation_error", message, states, details=details)
+            return
+
         receive = self._limit_body(receive)
-        if method != "GET" or path.startswith("/oauth/"):
-            # The authorization server's pages set cookies: never answered with a 304.
+        if not cacheable:
             await self._pass_through(scope, receive, send, states)
             return
 
         status, headers, body = await self._capture(scope, receive)
+        headers = self._relative_redirect(scope, status, headers)
         not_modified = False
         if status == 200:
             etag = etag_of(body)
             headers = [(k, v) for k, v in headers if k != b"etag"] + [(b"etag", etag.encode())]
             not_modified = if_none_match is not None and etag_matches(if_none_match, etag)
+            if metered:
+                await self._remember(keys[0], scope, etag)
         if not_modified:
             if granted and metered and not star:
                 window = states[0].window_start if states else None
@@ -156,9 +263,77 @@ class EdgeMiddleware:
             await self._send(send, 304, headers, b"", states)
             return
         if not granted:
+            # The data changed since that tag was given: it can never make a 304 again.
+            await self._forget(keys[0], scope, presented)
             await self._send_rate_limited(send, states)
             return
         await self._send(send, status, headers, body, states)
+
+    def _json_body(self, scope: Scope, method: str) -> bool:
+        if method not in ("POST", "PUT", "PATCH", "DELETE"):
+            return False
+        return is_json_media_type(_header(scope, b"content-type") or "")
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole request body (None when it grows past the limit)."""
+        limit = self.state.settings.max_body_bytes
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    def _relative_redirect(self, scope: Scope, status: int, headers: list) -> list:
+        """Starlette's trailing-slash redirect builds its absolute Location from the request's
+        Host header, which the client chooses: point it at the configured public address, else
+        make it relative (RFC 9110 §10.2.2 allows a relative reference)."""
+        if status not in (307, 308):
+            return headers
+        location = next((v.decode("latin-1") for k, v in headers if k == b"location"), None)
+        path: str = scope["path"]
+        other = path.rstrip("/") if path.endswith("/") else path + "/"
+        if location is None or location != str(URL(scope={**scope, "path": other})):
+            return headers  # a redirect of the application's own (OAuth), left alone
+        parts = urlsplit(location)
+        target = urlunsplit(("", "", parts.path, parts.query, ""))
+        base = self.state.settings.public_base_url
+        if base:
+            target = base.rstrip("/") + target
+        return [(k, v) for k, v in headers if k != b"location"] + [
+            (b"location", target.encode("latin-1"))
+        ]
+
+    def _tag_names(self, key: BucketKey, scope: Scope, tags: list[str]) -> list[str]:
+        # One caller, one URL, one tag: a tag is only ever good for what it was issued for.
+        url = scope["path"] + "?" + scope.get("query_string", b"").decode("latin-1")
+        return [
+            hashlib.sha256(f"{key.kind}:{key.identity}\n{url}\n{tag}".encode()).hexdigest()[:40]
+            for tag in tags
+        ]
+
+    async def _issued(self, key: BucketKey, scope: Scope, tags: list[str]) -> bool:
+        try:
+            return await _off_loop(self.state.limiter.known_tag, self._tag_names(key, scope, tags))
+        except LimiterUnavailable:
+            return False
+
+    async def _remember(self, key: BucketKey, scope: Scope, etag: str) -> None:
+        # Unreachable Redis only costs a 304 when the bucket is empty later.
+        with contextlib.suppress(LimiterUnavailable):
+            await _off_loop(self.state.limiter.remember_tag, self._tag_names(key, scope, [etag])[0])
+
+    async def _forget(self, key: BucketKey, scope: Scope, tags: list[str]) -> None:
+        with contextlib.suppress(LimiterUnavailable):
+            await _off_loop(self.state.limiter.forget_tags, self._tag_names(key, scope, tags))
 
     async def _identify(self, scope: Scope) -> Principal | None:
         auth = _header(scope, b"authorization")
@@ -226,7 +401,10 @@ class EdgeMiddleware:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": list(message.get("headers", [])) + extra}
+                headers = self._relative_redirect(
+                    scope, message["status"], list(message.get("headers", []))
+                )
+                message = {**message, "headers": headers + extra}
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -58,6 +58,32 @@ def _one_of(allowed: tuple[str, ...], what: str) -> Any:
     return Annotated[str, AfterValidator(check), Field(json_schema_extra={"enum": list(allowed)})]
 
 
+def case_insensitive_pattern(codes: frozenset[str] | set[str]) -> str:
+    """An anchored regular expression matching exactly `codes` (all of one length) in any letter
+    case: the OpenAPI document then states what the API accepts (`gb` is upper-cased, `UK` is
+    refused), which an enum of upper-case codes would not. Written as a trie to stay short."""
+
+    def either(c: str) -> str:
+        return f"{c.upper()}{c.lower()}" if c.isalpha() else re.escape(c)
+
+    def trie(words: list[str]) -> str:
+        if all(len(w) == 1 for w in words):
+            return "[" + "".join(either(w) for w in words) + "]"
+        by_first: dict[str, list[str]] = {}
+        for word in words:
+            by_first.setdefault(word[0], []).append(word[1:])
+        branches = ["[" + either(c) + "]" + trie(rest) for c, rest in by_first.items()]
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return "^" + trie(sorted(codes)) + "$"
+
+
+def ids_pattern(most: int) -> str:
+    """A comma-separated list of 1 to `most` ids, as the list filters take it (the first
+    non-blank; blank entries are ignored)."""
+    return f"^\\s*[^,\\s][^,]*(,[^,]*){{0,{most - 1}}}$"
+
+
 def _no_nul(value: str) -> str:
     # PostgreSQL text cannot hold NUL, and no name or reference legitimately contains one.
     if "\x00" in value:
@@ -66,9 +92,16 @@ def _no_nul(value: str) -> str:
 
 
 Email = Annotated[
-    str, StringConstraints(strip_whitespace=True, max_length=254), AfterValidator(_email)
+    str,
+    StringConstraints(strip_whitespace=True, max_length=254),
+    AfterValidator(_email),
+    Field(json_schema_extra={"pattern": _EMAIL_RE.pattern}, examples=["ana@example.com"]),
 ]
-ISODate = Annotated[dt.date, BeforeValidator(_date_string)]
+ISODate = Annotated[
+    dt.date,
+    BeforeValidator(_date_string),
+    Field(json_schema_extra={"pattern": r"^\d{4}-\d{2}-\d{2}$"}),
+]
 
 # Metered utility data starts in the 1880s; the bound keeps year-1 dates (whose one-year anomaly
 # window and reporting periods fall before the calendar) out of every calculation.
@@ -81,7 +114,14 @@ def _reading_date(value: dt.date) -> dt.date:
     return value
 
 
-ReadingDate = Annotated[ISODate, AfterValidator(_reading_date)]
+ReadingDate = Annotated[
+    ISODate,
+    AfterValidator(_reading_date),
+    Field(
+        description="YYYY-MM-DD, on or after 1900-01-01",
+        json_schema_extra={"pattern": r"^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$"},
+    ),
+]
 Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
@@ -94,9 +134,22 @@ Country = Annotated[
     str,
     StringConstraints(min_length=2, max_length=2),
     AfterValidator(_country),
-    Field(description="ISO 3166-1 alpha-2 country code", examples=["GB"]),
+    Field(
+        description="An assigned ISO 3166-1 alpha-2 country code, in any case (stored upper-case)",
+        examples=["GB"],
+        json_schema_extra={"pattern": case_insensitive_pattern(vocab.COUNTRY_CODES)},
+    ),
 ]
-Currency = Annotated[str, StringConstraints(min_length=3, max_length=3), AfterValidator(_currency)]
+Currency = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=3),
+    AfterValidator(_currency),
+    Field(
+        description="An ISO 4217 currency code, in any case (stored upper-case)",
+        examples=["GBP"],
+        json_schema_extra={"pattern": case_insensitive_pattern(vocab.CURRENCY_CODES)},
+    ),
+]
 UseType = _one_of(vocab.USE_TYPES, "use type")
 PropertyType = _one_of(vocab.PROPERTY_TYPES, "property type")
 MeterType = _one_of(vocab.METER_TYPES, "meter type")
@@ -112,5 +165,16 @@ Percent = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=100)
 HoursPerWeek = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=168)]
 Latitude = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-90, le=90)]
 Longitude = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-180, le=180)]
-YearBuilt = Annotated[int, Field(strict=True, ge=1000, le=2100)]
-Floors = Annotated[int, Field(strict=True, ge=1, le=500)]
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON has one number type: `4.0` is the integer 4, as JSON Schema (and so the OpenAPI
+    document's `integer`) counts it. Strings, booleans and fractions are still refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# The validator wraps the constrained int, so it runs first (and the bounds stay in the schema).
+YearBuilt = Annotated[int, Field(strict=True, ge=1000, le=2100), BeforeValidator(_whole_number)]
+Floors = Annotated[int, Field(strict=True, ge=1, le=500), BeforeValidator(_whole_number)]

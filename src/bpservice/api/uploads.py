@@ -41,7 +41,7 @@ from bpservice.api.deps import (
 from bpservice.api.meters import FUTURE_GRACE_DAYS, _reading_out, _store
 from bpservice.api.responses import read_responses, write_responses
 from bpservice.api.schemas import Data, Page, ReadingCreate, ReadingOut, UploadResult
-from bpservice.api.types import ISODate
+from bpservice.api.types import ISODate, ids_pattern
 from bpservice.auth import Principal
 from bpservice.db.models import Building, Meter, Reading
 from bpservice.db.readings import readings_near
@@ -115,6 +115,24 @@ def parse_upload(body: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
     return columns, records
 
 
+# What the document states of an upload: UTF-8 CSV text whose header row names the columns (the
+# pattern gives the documented order; any order and letter case are accepted) and that holds at
+# least one row with a value. Rows themselves are judged one by one, in the 201 answer.
+_CSV_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "contentMediaType": "text/csv",
+    "description": "CSV, UTF-8 (a BOM is allowed): a header row naming meter_id, start_date, "
+    "end_date, consumption and optionally cost, cost_currency, demand_kw, then 1 to "
+    f"{MAX_UPLOAD_ROWS} rows",
+    "minLength": 1,
+    "pattern": "^\ufeff?meter_id,start_date,end_date,consumption(,cost)?(,cost_currency)?"
+    '(,demand_kw)?\r?\n[\\s\\S]*[^\\s,"]',
+    "examples": [
+        "meter_id,start_date,end_date,consumption\r\nmtr_…,2025-01-01,2025-01-31,1234.5\r\n"
+    ],
+}
+
+
 def _row_error(index: int, line: int, meter: str | None, code: str, message: str, **kw: Any):
     return {"index": index, "row": line, "meter_id": meter, "code": code, "message": message, **kw}
 
@@ -131,6 +149,9 @@ def _row_error(index: int, line: int, meter: str | None, code: str, message: str
     "rejected counts, the stored readings, and one entry in `errors` per refused row naming its "
     "`index` (from 0) and `row` (its CSV line; the header is line 1). Counts against the bulk "
     "rate limit.",
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"text/csv": {"schema": _CSV_SCHEMA}}}
+    },
 )
 def upload_readings(
     request: Request,
@@ -138,7 +159,7 @@ def upload_readings(
     session: WriteSession,
     clock: Clock,
     recalc: Recalc,
-    body: Annotated[bytes, Body(media_type="text/csv")] = b"",
+    body: Annotated[bytes, Body(media_type="text/csv", default_factory=bytes)],
 ) -> dict:
     sent = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
     if sent not in CSV_TYPES or not isinstance(body, bytes):
@@ -162,6 +183,20 @@ def upload_readings(
                     meter_id or None,
                     "validation_error",
                     f"row has {len(fields)} fields; the header names {len(columns)}",
+                )
+            )
+            continue
+        nul = next((c for c, f in zip(columns, fields, strict=False) if "\x00" in f), None)
+        if nul is not None:
+            # PostgreSQL text cannot hold NUL, and no meter id or value contains one.
+            errors.append(
+                _row_error(
+                    index,
+                    line,
+                    None if "\x00" in meter_id else meter_id,
+                    "validation_error",
+                    f"{nul}: must not contain NUL characters",
+                    field=nul,
                 )
             )
             continue
@@ -262,6 +297,7 @@ def list_readings_of_meters(
         str,
         Query(
             alias="filter[meter_id]",
+            json_schema_extra={"pattern": ids_pattern(MAX_METER_IDS)},
             description=f"Comma-separated meter ids (1 to {MAX_METER_IDS}); meters the caller "
             "cannot see are left out",
         ),

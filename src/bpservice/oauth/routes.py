@@ -30,6 +30,12 @@ MAX_FORM_BYTES = 16 * 1024
 FORM_KEY_NAME = "oauth_form_signing_key"
 
 
+def _has_nul(pairs: Any) -> bool:
+    """True when a name or value holds NUL: PostgreSQL text cannot hold one and no client id,
+    token, address or password contains one, so such a request is refused before any lookup."""
+    return any("\x00" in k or "\x00" in v for k, v in pairs)
+
+
 def _form_key(request: Request) -> bytes:
     """The key signing form tokens: from settings, else one key kept in the database, so a form
     rendered by one instance can be posted to any other."""
@@ -66,6 +72,8 @@ async def _read_form(request: Request) -> dict[str, str] | None:
     try:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except (UnicodeDecodeError, ValueError):
+        return None
+    if _has_nul(pairs):
         return None
     form: dict[str, str] = {}
     for key, value in pairs:
@@ -119,6 +127,8 @@ def authorize(request: Request) -> Response:
     params = {k: q.get(k, "") for k in q}
     if any(len(q.getlist(k)) > 1 for k in q):
         return pages.error_page("A parameter of the authorization request is repeated.")
+    if _has_nul(q.multi_items()):
+        return pages.error_page("A parameter of the authorization request holds a NUL character.")
     with request.app.state.db.read() as session:
         client = store.find_client(session, params.get("client_id", ""))
         if client is None:
@@ -336,12 +346,15 @@ async def _token_params(request: Request) -> dict[str, str]:
             isinstance(k, str) and isinstance(v, str) for k, v in body.items()
         ):
             raise OAuthError("invalid_request", "The body must be a JSON object of strings.")
+        if _has_nul(body.items()):
+            raise OAuthError("invalid_request", "A parameter holds a NUL character.")
         return body
     if content_type == "application/x-www-form-urlencoded":
         form = await _read_form(request)
         if form is None:
             raise OAuthError(
-                "invalid_request", "The form body is malformed or repeats a parameter."
+                "invalid_request",
+                "The form body is malformed, repeats a parameter or holds a NUL character.",
             )
         return form
     raise OAuthError(
@@ -364,6 +377,8 @@ def _client_credentials(request: Request, params: dict[str, str]) -> tuple[str, 
         if not sep:
             raise OAuthError("invalid_client", "Malformed Basic credentials.", 401)
         client_id, secret = unquote_plus(client_id), unquote_plus(secret)
+        if _has_nul([(client_id, secret)]):
+            raise OAuthError("invalid_client", "Malformed Basic credentials.", 401)
         if params.get("client_id", client_id) != client_id:
             raise OAuthError("invalid_request", "client_id differs from the authenticated client.")
         return client_id, secret
