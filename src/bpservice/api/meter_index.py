@@ -17,6 +17,7 @@ from sqlalchemy import select
 from bpservice.api.deps import Pagination, ReadSession, json_page, paginate, require
 from bpservice.api.responses import read_responses
 from bpservice.api.schemas import MeterOut, Page
+from bpservice.api.types import ids_pattern
 from bpservice.auth import Principal
 from bpservice.db.models import Building, Meter
 from bpservice.errors import validation_error
@@ -38,6 +39,7 @@ def list_all_meters(
         Query(
             alias="filter[id]",
             description=f"Comma-separated meter ids (at most {MAX_IDS}); unknown ids are left out",
+            json_schema_extra={"pattern": ids_pattern(MAX_IDS)},
         ),
     ] = None,
     filter_building_id: Annotated[str | None, Query(alias="filter[building_id]")] = None,

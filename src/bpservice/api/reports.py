@@ -8,7 +8,7 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
@@ -21,7 +21,7 @@ from bpservice.api.deps import (
     require,
 )
 from bpservice.api.responses import errors
-from bpservice.api.schemas import Data, Page
+from bpservice.api.schemas import Data, Page, non_nullable
 from bpservice.api.schemas import Request as RequestBody
 from bpservice.api.types import Country, ISODate, Name, ShortText, UseType
 from bpservice.auth import Principal
@@ -145,26 +145,39 @@ class TemplateColumnOut(BaseModel):
     description: str
 
 
-SortKey = Annotated[str, Field(max_length=64, pattern=r"^-?[a-z0-9_]+$")]
+# The catalogue's keys, stated in the document (the handler refuses others, unknown_column).
+ColumnKey = Annotated[
+    str, Field(max_length=64, json_schema_extra={"enum": sorted(TEMPLATE_COLUMNS)})
+]
+SortKey = Annotated[
+    str,
+    Field(
+        max_length=64,
+        pattern=r"^-?[a-z0-9_]+$",
+        json_schema_extra={"pattern": "^-?(?:" + "|".join(sorted(TEMPLATE_COLUMNS)) + ")$"},
+    ),
+]
 
 
 class TemplateCreate(RequestBody):
     name: Name
     description: Annotated[str, Field(max_length=1000)] | None = None
     title: ShortText | None = None
-    columns: list[Annotated[str, Field(max_length=64)]] = Field(
-        min_length=1, max_length=MAX_TEMPLATE_COLUMNS
+    columns: list[ColumnKey] = Field(
+        min_length=1, max_length=MAX_TEMPLATE_COLUMNS, json_schema_extra={"uniqueItems": True}
     )
     filters: ReportFilters | None = None
     sort: SortKey | None = Field(None, description="A column key; a leading - sorts descending")
 
 
 class TemplateUpdate(RequestBody):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=non_nullable("name", "columns"))
+
     name: Name | None = None
     description: Annotated[str, Field(max_length=1000)] | None = None
     title: ShortText | None = None
-    columns: list[Annotated[str, Field(max_length=64)]] | None = Field(
-        None, min_length=1, max_length=MAX_TEMPLATE_COLUMNS
+    columns: list[ColumnKey] | None = Field(
+        None, min_length=1, max_length=MAX_TEMPLATE_COLUMNS, json_schema_extra={"uniqueItems": True}
     )
     filters: ReportFilters | None = None
     sort: SortKey | None = None

@@ -13,13 +13,21 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi import Request as HTTPRequest
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from bpservice.api.deps import Clock, Pagination, ReadSession, WriteSession, paginate, require
 from bpservice.api.responses import errors
-from bpservice.api.schemas import Data, Page, Request
+from bpservice.api.schemas import Data, Page, Request, non_nullable
 from bpservice.api.types import ShortText
 from bpservice.auth import Principal
 from bpservice.db.webhook_models import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -90,13 +98,34 @@ WebhookURL = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=2048),
     AfterValidator(_url),
-    Field(description="Endpoint receiving deliveries (https in production)"),
+    Field(
+        description="Endpoint receiving deliveries: an absolute http or https URL without "
+        "credentials or fragment (https in production); its host must resolve to public "
+        "addresses",
+        # The shape the validator checks; where the host resolves is checked on the network.
+        json_schema_extra={"pattern": r"^\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+([/?][^#]*)?$"},
+    ),
 ]
 EventList = Annotated[
     list[Annotated[str, StringConstraints(max_length=64)]],
     Field(min_length=1, max_length=len(EVENT_TYPES) + 1),
     AfterValidator(_events),
     Field(description='Event types, or ["*"] for all', examples=[["meter.reading.created"]]),
+    WithJsonSchema(
+        {
+            "description": 'Event types (repeats are dropped), or ["*"] for all',
+            "anyOf": [
+                {"type": "array", "items": {"const": "*"}, "minItems": 1, "maxItems": 1},
+                {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(EVENT_TYPES)},
+                    "minItems": 1,
+                    "maxItems": len(EVENT_TYPES) + 1,
+                },
+            ],
+            "examples": [["meter.reading.created"]],
+        }
+    ),
 ]
 Secret = Annotated[
     str,
@@ -115,6 +144,10 @@ class WebhookCreate(Request):
 
 
 class WebhookUpdate(Request):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=non_nullable("url", "events", "secret")
+    )
+
     url: WebhookURL | None = None
     events: EventList | None = None
     secret: Secret | None = None
