@@ -276,3 +276,15 @@ def test_an_empty_bucket_refuses_conditional_gets_before_any_handler_runs(
             lambda: api.get("/v1/properties", headers={"If-None-Match": stale})
         )
         assert r.status_code == 429 and statements == baseline
+
+
+def test_whole_numbers_written_with_a_fraction_are_integers(api: httpx.Client) -> None:
+    """JSON Schema (and so the document's `integer`) counts 4.0 as the integer 4."""
+    prop = api.post("/v1/properties", json=PROPERTY).json()["data"]
+    body = {"name": "B", "primary_use_type": "office", "gfa_m2": 100, "year_built": 1990.0}
+    r = api.post(f"/v1/properties/{prop['id']}/buildings", json={**body, "floors": 4.0})
+    assert r.status_code == 201, r.text
+    assert r.json()["data"]["floors"] == 4 and r.json()["data"]["year_built"] == 1990
+    for floors in (4.5, "4", True, 0.0):
+        r = api.post(f"/v1/properties/{prop['id']}/buildings", json={**body, "floors": floors})
+        assert r.status_code == 422 and r.json()["error"]["details"][0]["field"] == "floors"
