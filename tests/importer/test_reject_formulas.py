@@ -15,6 +15,7 @@ from openpyxl import Workbook, load_workbook
 from typer.testing import CliRunner
 
 from bpsync.cli import app
+from bpsync.ingest.results import RejectedRow, write_reject_report
 from tests.conftest import Org, Service, make_org
 
 CMD = "=cmd|' /C calc'!A0"
@@ -174,3 +175,21 @@ def test_xlsx_reject_report_holds_formula_like_text_as_string_cells(
             (m1, "2024-07-01", "2024-07-31", 80.0, 8.0),
         ]
     )
+
+
+def test_a_report_of_a_report_has_one_reason_column_but_a_sources_own_is_kept(
+    tmp_path: Path,
+) -> None:
+    old = RejectedRow(2, ("m1", "2024-01-01", "row 7: end date is not a date"), ["meter unknown"])
+    out = write_reject_report(tmp_path / "a.rejects.csv", ["Meter", "Start", "Reason"], [old])
+    assert read_csv(out) == [
+        ["Meter", "Start", "Reason"],
+        ["m1", "2024-01-01", "row 2: meter unknown"],
+    ]
+    # a bill file whose own last column is called "Reason" keeps it
+    own = RejectedRow(3, ("m1", "2024-01-01", "estimated read"), ["meter unknown"])
+    out = write_reject_report(tmp_path / "b.rejects.csv", ["Meter", "Start", "Reason"], [own])
+    assert read_csv(out) == [
+        ["Meter", "Start", "Reason", "Reason"],
+        ["m1", "2024-01-01", "estimated read", "row 3: meter unknown"],
+    ]

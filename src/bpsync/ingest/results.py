@@ -135,8 +135,10 @@ def write_reject_report(
     Written to a temporary file and renamed, so a half-written report never replaces a good one.
     A report of a report (the rows of an imported report refused again) has one `Reason` column:
     the new reasons replace the old ones."""
-    if is_reject_report(headers):
-        keep = len(headers) - 1
+    keep = len(headers) - 1
+    if is_reject_report(headers) and all(
+        len(r.values) <= keep or _OUR_REASON.match(r.values[keep]) for r in rejects
+    ):
         headers = headers[:keep]
         rejects = [replace(r, values=r.values[:keep]) for r in rejects]
     width = max([len(headers), *(len(r.values) for r in rejects)], default=0)
@@ -164,6 +166,10 @@ def write_reject_report(
                 writer.writerow([csv_safe(x) if isinstance(x, str) else x for x in line])
     os.replace(tmp, path)
     return path
+
+
+# What `_reason` writes for a numbered row (or nothing): a source's own "Reason" column is kept.
+_OUR_REASON = re.compile(r"(?:row \d+: |$)")
 
 
 def _reason(r: RejectedRow) -> str:
