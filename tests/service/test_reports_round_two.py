@@ -131,3 +131,24 @@ def test_certificate_says_where_an_office_scores_50(service: Service, api: httpx
     assert "66 / 100" in text
     # reportlab writes ² as the octal escape \262 in the page stream.
     assert "scores 50 at a source EUI of 456.6 kWh/m\\262/yr (144.7 kBtu/ft\\262)" in text
+
+
+def test_benchmarks_state_where_an_office_scores_50(service: Service, api: httpx.Client) -> None:
+    """The same 50,000 ft² office over GET /v1/buildings/{id}/benchmarks: the energy_rating
+    carries the source EUI at which it would score 50 (144.7 kBtu/ft² = 456.6 kWh/m², EPA's
+    office model prediction x 0.8586), so a client sees that score 66 at the national median
+    table's 116.4 kBtu/ft² is no error."""
+    gfa = 50_000 / 10.7639
+    monthly = 116.4 * 3.15459 * gfa / 2.80 / 12
+    building = make_building(
+        api,
+        country="US",
+        city="Chicago",
+        state="IL",
+        gfa=gfa,
+        monthly={("electricity", "kWh"): monthly},
+    )
+    scores = ok(api.get(f"/v1/buildings/{building['id']}/benchmarks"))["data"]["scores"]
+    rating = next(s for s in scores if s["standard"] == "energy_rating")
+    assert rating["score"] == 66
+    assert round(rating["median_source_eui_kwh_m2"], 1) == 456.6

@@ -44,6 +44,8 @@ class EnergyRatingScore(BaseModel):
     method: str | None = None
     indicative: bool | None = None
     indicative_reason: str | None = None
+    # Where this building would score 50: the score model's own reference median (decisions CS5).
+    median_source_eui_kwh_m2: float | None = None
     calculated_at: dt.datetime
 
 
