@@ -47,6 +47,15 @@ class Chunk:
     def __len__(self) -> int:
         return len(self.numbers)
 
+    def head(self, n: int) -> Chunk:
+        """The first `n` rows (a probe of a large chunk; its columns are views, not copies)."""
+        return Chunk(
+            self.numbers[:n],
+            [c[:n] if isinstance(c, np.ndarray) else c.slice(0, n) for c in self.cells],
+            None if self.lengths is None else self.lengths[:n],
+            self.text,
+        )
+
     def factors(self, index: int) -> tuple[np.ndarray, list[Any]]:
         """The column's codes into its distinct values (computed once per chunk and column)."""
         found = self._factors.get(index)

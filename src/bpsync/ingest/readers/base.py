@@ -15,6 +15,11 @@ from bpsync.ingest.values import Header, dedupe_headers, is_blank, parse_header
 
 # How many leading rows may hold titles, notes and group headers before the header row.
 HEADER_SEARCH_ROWS = 30
+# The widest row a file may have. The widest real layout is a day per row of 1-minute intervals
+# (1,440 columns and a few more); a 50,000-column header took 61 s and 560 MB in the header search
+# and template matching before failing (issue 14 item 7), and 2,048 columns take about a second.
+# BPSYNC_MAX_COLUMNS changes it.
+MAX_COLUMNS = 2_048
 _NUMBERISH = re.compile(r"^[\s$£€(+-]*[\d.,\s']+[)%]?\s*$")
 _TOTAL = re.compile(r"^(?:grand\s+|sub-?\s*)?totals?\s*:?$", re.IGNORECASE)
 
@@ -82,6 +87,32 @@ class Table:
         if self.other_sheets:
             text += "; other sheets: " + ", ".join(self.other_sheets)
         return text
+
+
+def max_columns() -> int:
+    from bpsync.ingest.readers.guard import env_limit
+
+    return int(env_limit("BPSYNC_MAX_COLUMNS", MAX_COLUMNS))
+
+
+def check_width(
+    rows: Sequence[tuple[int, Sequence[object]]], file: str, sheet: str | None = None
+) -> None:
+    """Refuse at once a file whose row (among `rows`) is wider than the column limit, before
+    the header search and template matching spend time on every one of its cells."""
+    limit = max_columns()
+    for number, cells in rows:
+        if len(cells) > limit:
+            raise too_wide(file, number, len(cells), limit, sheet)
+
+
+def too_wide(file: str, row: int, width: int, limit: int, sheet: str | None = None) -> IngestError:
+    return IngestError(
+        f"row {row} has {width:,} columns, over the limit of {limit:,} (BPSYNC_MAX_COLUMNS). "
+        "Nothing was imported from this file",
+        where=Where(file, sheet=sheet, row=row),
+        code="file_too_large",
+    )
 
 
 def is_textual(value: object) -> bool:

@@ -8,15 +8,24 @@ Python's zipfile (which openpyxl reads through) never returns more than a member
 and a member holding more fails its CRC check as damaged. Sheets are then streamed with a cap on
 rows and cells (`RowCap`).
 
+The ratio alone does not bound memory: a 1.9 MB workbook whose shared strings inflate 160 times
+to 304 MB passed it and took 3 GB in calamine (issue 14 item 7). So the shared strings part has
+a size limit of its own, and before calamine parses a sheet its extent (last row x last column,
+from the cell references in the sheet's XML) is checked against the cell limit: calamine holds a
+sheet as a dense grid, and two cells at A1 and XFD1048576 in a 2 KB file would ask it for 550 GB.
+
 The limits can be changed through the environment (for the watcher under a service manager as for
-the CLI): BPSYNC_XLSX_MAX_BYTES, BPSYNC_XLSX_MAX_RATIO, BPSYNC_SHEET_MAX_ROWS,
-BPSYNC_SHEET_MAX_CELLS.
+the CLI): BPSYNC_XLSX_MAX_BYTES, BPSYNC_XLSX_MAX_RATIO, BPSYNC_XLSX_MAX_SHARED_STRINGS_BYTES,
+BPSYNC_SHEET_MAX_ROWS, BPSYNC_SHEET_MAX_CELLS.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import zipfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,30 +42,45 @@ class WorkbookLimits:
 
     max_uncompressed_bytes: int = 1 << 30  # all members together, inflated
     max_ratio: float = 200.0  # inflated / compressed, for members above 8 MB
+    # The shared strings part, inflated. calamine keeps every string as its own object, about 5
+    # bytes of memory per byte of XML for short strings: 64 MB of it costs about 350 MB. Real
+    # exports hold well under 1 MB (the 25 real files: at most 0.19 MB); a full-height sheet
+    # with a distinct 20-character note on every row is about 36 MB.
+    max_shared_strings_bytes: int = 64 << 20
     max_rows: int = 1_048_576  # Excel's own sheet limit
-    max_cells: int = 50_000_000
+    # Cells of a sheet, counted as calamine holds them (a dense grid: last row x last column,
+    # about 32 bytes each before any value): 12 million is a full-height sheet of 11 columns and
+    # about 400 MB; was 50 million (1.6 GB) before issue 14 item 7.
+    max_cells: int = 12_000_000
 
     @classmethod
     def from_env(cls) -> WorkbookLimits:
-        def number(name: str, default: float) -> float:
-            raw = os.environ.get(name, "").replace("_", "").strip()
-            if not raw:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                raise IngestError(f"{name}={raw!r} is not a number", code="bad_limit") from None
-            if value <= 0:
-                raise IngestError(f"{name} must be above 0", code="bad_limit")
-            return value
-
         d = cls()
         return cls(
-            max_uncompressed_bytes=int(number("BPSYNC_XLSX_MAX_BYTES", d.max_uncompressed_bytes)),
-            max_ratio=number("BPSYNC_XLSX_MAX_RATIO", d.max_ratio),
-            max_rows=int(number("BPSYNC_SHEET_MAX_ROWS", d.max_rows)),
-            max_cells=int(number("BPSYNC_SHEET_MAX_CELLS", d.max_cells)),
+            max_uncompressed_bytes=int(
+                env_limit("BPSYNC_XLSX_MAX_BYTES", d.max_uncompressed_bytes)
+            ),
+            max_ratio=env_limit("BPSYNC_XLSX_MAX_RATIO", d.max_ratio),
+            max_shared_strings_bytes=int(
+                env_limit("BPSYNC_XLSX_MAX_SHARED_STRINGS_BYTES", d.max_shared_strings_bytes)
+            ),
+            max_rows=int(env_limit("BPSYNC_SHEET_MAX_ROWS", d.max_rows)),
+            max_cells=int(env_limit("BPSYNC_SHEET_MAX_CELLS", d.max_cells)),
         )
+
+
+def env_limit(name: str, default: float) -> float:
+    """A limit from the environment (`1_000_000` and `1000000` alike), else `default`."""
+    raw = os.environ.get(name, "").replace("_", "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise IngestError(f"{name}={raw!r} is not a number", code="bad_limit") from None
+    if value <= 0:
+        raise IngestError(f"{name} must be above 0", code="bad_limit")
+    return value
 
 
 def _mb(n: float) -> str:
@@ -87,6 +111,14 @@ def check_workbook(path: Path, name: str, limits: WorkbookLimits | None = None) 
                 )
             for m in members:
                 _check_ratio(name, m.filename, m.file_size, m.compress_size, limits)
+                if _is_shared_strings(m.filename) and m.file_size > limits.max_shared_strings_bytes:
+                    raise _refuse(
+                        name,
+                        f"its shared strings part {m.filename!r} would expand to "
+                        f"{_mb(m.file_size)}, over the limit of "
+                        f"{_mb(limits.max_shared_strings_bytes)} "
+                        "(BPSYNC_XLSX_MAX_SHARED_STRINGS_BYTES)",
+                    )
     except IngestError:
         raise
     except (zipfile.BadZipFile, OSError, EOFError):
@@ -101,6 +133,86 @@ def _check_ratio(name: str, member: str, size: int, packed: int, limits: Workboo
             f"({_mb(packed)} to {_mb(size)}), over the limit of {limits.max_ratio:g} "
             "(BPSYNC_XLSX_MAX_RATIO); workbooks of bills expand far less",
         )
+
+
+def _is_shared_strings(member: str) -> bool:
+    # xl/sharedStrings.xml, whatever the case or folder an exporter gives it (the content types
+    # name it; the file name is the convention every writer follows).
+    return member.rsplit("/", 1)[-1].casefold() == "sharedstrings.xml"
+
+
+# Three quick searches bound a sheet's extent without reading every cell reference: a cell in
+# row 100,000 or beyond, in a column of three letters, or in column DA or beyond. A sheet with none
+# of them (most bills: fewer than 100,000 rows and 104 columns) is at most 10.4 million cells.
+_TALL = re.compile(rb'\sr="[A-Z]*\d{6}')
+_LETTERS3 = re.compile(rb'\sr="[A-Z]{3}')
+_WIDE = re.compile(rb'\sr="[D-Z][A-Z]')
+_QUICK_ROWS, _QUICK_COLUMNS = 99_999, 104
+_REF = re.compile(rb'\sr="([A-Z]*)(\d+)"')
+_SCAN_BYTES = 4 << 20
+
+
+def check_sheet_extent(
+    archive: zipfile.ZipFile,
+    member: str,
+    name: str,
+    sheet: str,
+    limits: WorkbookLimits | None = None,
+) -> None:
+    """Refuse a sheet whose extent (last row x last column, from the cell and row references in
+    its XML) is over the cell limit, before calamine makes a dense grid of it. Read once with three
+    quick searches (about 0.02 s a MB); only a sheet that reaches row 100,000 or column DA is
+    read again for its exact last row and column (about 0.04 s a MB)."""
+    limits = limits or WorkbookLimits.from_env()
+    quick_fits = limits.max_cells >= _QUICK_ROWS * _QUICK_COLUMNS
+
+    def beyond(data: bytes) -> bool:
+        return bool(_TALL.search(data) or _LETTERS3.search(data) or _WIDE.search(data))
+
+    if quick_fits and not _scan(archive, member, beyond):
+        return
+    last_row, last_col = 0, 0
+
+    def extent(data: bytes) -> bool:
+        nonlocal last_row, last_col
+        for letters, digits in _REF.findall(data):
+            last_row = max(last_row, int(digits))
+            if letters:
+                last_col = max(last_col, _column_number(letters))
+        return False
+
+    _scan(archive, member, extent)
+    cells = last_row * max(last_col, 1)
+    if cells > limits.max_cells:
+        raise IngestError(
+            f"refused before reading: sheet {sheet!r} reaches row {last_row:,} and column "
+            f"{last_col:,}, a grid of {cells:,} cells, more than {limits.max_cells:,} cells "
+            "(BPSYNC_SHEET_MAX_CELLS). Nothing was imported from this file",
+            where=Where(name, sheet=sheet),
+            code="file_too_large",
+        )
+
+
+def _scan(archive: zipfile.ZipFile, member: str, look: Callable[[bytes], bool]) -> bool:
+    """Feed the member's inflated bytes to `look` in overlapping pieces; True when it says so."""
+    carry = b""
+    try:
+        with archive.open(member) as fh:
+            while piece := fh.read(_SCAN_BYTES):
+                data = carry + piece
+                if look(data):
+                    return True
+                carry = data[-32:]  # a reference cut between two pieces is seen whole
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, zlib.error):
+        return False  # damaged: the parser says so in its own words
+    return False
+
+
+def _column_number(letters: bytes) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ch - 64
+    return n
 
 
 class RowCap:

@@ -29,11 +29,17 @@ from bpsync.ingest.readers.base import (
     HEADER_SEARCH_ROWS,
     Row,
     Table,
+    check_width,
     find_header,
     header_score,
     make_headers,
 )
-from bpsync.ingest.readers.guard import RowCap, WorkbookLimits, check_workbook
+from bpsync.ingest.readers.guard import (
+    RowCap,
+    WorkbookLimits,
+    check_sheet_extent,
+    check_workbook,
+)
 from bpsync.ingest.values import is_blank
 
 # Stop a sheet after this many consecutive blank rows: data never resumes after a gap this long,
@@ -227,6 +233,7 @@ class Book:
                 if title not in self._errors:
                     scan = threading.Thread(target=self._scan, args=(title,), daemon=True)
                     scan.start()
+                self._check_extent(title)  # before calamine makes a dense grid of it
                 try:
                     sheet = self._sheets[title] = self._calamine.get_sheet_by_name(title)
                 except Exception as exc:  # calamine's XML or zip errors: a damaged sheet
@@ -235,6 +242,17 @@ class Book:
                     if scan is not None:
                         scan.join()
             return sheet
+
+    def _check_extent(self, title: str) -> None:
+        if not _is_xlsx(self.path):  # .xlsb, .xls, .ods: binary or other XML, not scanned
+            return
+        try:
+            with zipfile.ZipFile(self.path) as z:
+                member = _sheet_member(z, title)
+                if member is not None:
+                    check_sheet_extent(z, member, self.name, title)
+        except (zipfile.BadZipFile, KeyError, OSError):
+            return  # calamine says what is wrong with it
 
     def _scan(self, title: str) -> None:
         with contextlib.suppress(Exception):  # `_error_cells` scans again and raises it there
@@ -425,6 +443,7 @@ def read_xlsx(
         head = list(itertools.islice(book.rows(title), skip_rows, skip_rows + HEADER_SEARCH_ROWS))
         if not head:
             continue
+        check_width(head, name, title)
         try:
             pos = find_header(head, expected)
         except IngestError:
