@@ -16,13 +16,13 @@ ROWS = [HEADER] + [
 ]
 
 
-def _plain_workbook(path: Path) -> Path:
+def _plain_workbook(path: Path, rows: list[list[object]] | None = None) -> Path:
     from openpyxl import Workbook
 
     wb = Workbook()
     ws = wb.active
     ws.title = "Bills"
-    for row in ROWS:
+    for row in ROWS if rows is None else rows:
         ws.append(row)
     wb.save(path)
     return path
@@ -51,6 +51,23 @@ def shared_strings_bomb(path: Path, inflated_mb: int = 300, seed: int = 7) -> Pa
             for _ in range(inflated_mb):
                 part.write(piece)
             part.write(b"</sst>")
+    plain.unlink()
+    return path
+
+
+def far_cell(path: Path, ref: str) -> Path:
+    """A workbook of a header and one bill, plus one cell at `ref`: a few KB on disk, and a
+    dense grid of (its row x its column) cells to calamine."""
+    plain = _plain_workbook(path.with_suffix(".plain.xlsx"), ROWS[:2])
+    with zipfile.ZipFile(plain) as src:
+        sheet = src.read("xl/worksheets/sheet1.xml").decode()
+        row = int("".join(ch for ch in ref if ch.isdigit()))
+        far = f'<row r="{row}"><c r="{ref}"><v>1</v></c></row></sheetData>'
+        sheet = sheet.replace("</sheetData>", far)
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+            for item in src.infolist():
+                data = sheet.encode() if item.filename.endswith("sheet1.xml") else src.read(item)
+                out.writestr(item, data)
     plain.unlink()
     return path
 
@@ -98,4 +115,21 @@ def garbage_csv(path: Path, rows: int = 1_000_000, seed: int = 7, by_id: bool = 
             sep[:, -1, 0] = ord("\n")
             fh.write(np.concatenate([cells, sep], axis=2).tobytes())
             done += n
+    return path
+
+
+def unknown_meters_csv(path: Path, rows: int = 1_000_000, seed: int = 7) -> Path:
+    """`rows` sound monthly bills whose meter references are all distinct and in no meter map:
+    every row readable, every row refused for its meter."""
+    rng = np.random.default_rng(seed)
+    refs = rng.integers(0, 36**10, size=rows)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("Meter Number,Service Start,Service End,Usage,Usage Unit\n")
+        for i in range(0, rows, 100_000):
+            fh.write(
+                "".join(
+                    f"R{r:x},2024-01-01,2024-01-31,{100 + k % 50},kWh\n"
+                    for k, r in enumerate(refs[i : i + 100_000])
+                )
+            )
     return path

@@ -86,26 +86,10 @@ def test_shared_strings_limit_is_configurable(tmp_path: Path, monkeypatch: pytes
         read_xlsx(path)
 
 
-def far_cell(path: Path, ref: str) -> Path:
-    """A workbook of a header and one bill, plus one cell at `ref`: a few KB on disk, and a
-    dense grid of (its row x its column) cells to calamine."""
-    plain = write_xlsx(path.with_suffix(".plain.xlsx"), {"Bills": shapes.ROWS[:2]})
-    with zipfile.ZipFile(plain) as src:
-        sheet = src.read("xl/worksheets/sheet1.xml").decode()
-        row = int("".join(ch for ch in ref if ch.isdigit()))
-        far = f'<row r="{row}"><c r="{ref}"><v>1</v></c></row></sheetData>'
-        sheet = sheet.replace("</sheetData>", far)
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-            for item in src.infolist():
-                data = sheet.encode() if item.filename.endswith("sheet1.xml") else src.read(item)
-                out.writestr(item, data)
-    return path
-
-
 def test_a_sheet_extent_over_the_cell_limit_is_refused_before_parsing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = far_cell(tmp_path / "bills.xlsx", "AZ40000")  # 52 x 40,000 = 2,080,000 cells
+    path = shapes.far_cell(tmp_path / "bills.xlsx", "AZ40000")  # 52 x 40,000 = 2,080,000 cells
     assert read_xlsx(path).sheet == "Bills"  # under the default limit: read
     monkeypatch.setenv("BPSYNC_SHEET_MAX_CELLS", "1_000_000")
     with pytest.raises(IngestError) as caught:
@@ -123,7 +107,7 @@ def test_a_sheet_extent_over_the_cell_limit_is_refused_before_parsing(
 def test_a_cell_at_the_last_row_and_column_fails_cleanly(tmp_path: Path) -> None:
     """Two cells, at A1 and XFD1048576, in a 6 KB file: calamine would ask for a 550 GB grid and
     abort the process. Refused in a moment, in a child process that ends normally."""
-    path = far_cell(tmp_path / "bills.xlsx", "XFD1048576")
+    path = shapes.far_cell(tmp_path / "bills.xlsx", "XFD1048576")
     assert path.stat().st_size < 10_000
     out = bounded(path)
     assert out["code"] == "file_too_large", out
@@ -230,3 +214,17 @@ def test_a_file_with_readable_rows_is_not_refused_as_a_whole(tmp_path: Path) -> 
     prepared = prepare(path, catalog=MeterCatalog())
     refused = {p.where.row for p in prepared.collected.problems if p.severity == "error"}
     assert len(refused) == 12_000 and 5_001 in refused  # M1 is no meter of this catalog
+
+
+def test_a_file_naming_too_many_meters_is_not_looked_up_name_by_name(tmp_path: Path) -> None:
+    """More distinct meter references than any file of bills names: the importer's lookup
+    stops collecting them (it lists the organisation's meters instead), so a million distinct
+    garbage names are never held as one set while the file is read."""
+    from bpsync.ingest.frame import MAX_NAMED_METERS
+    from bpsync.ingest.pipeline import named_meters
+
+    few = shapes.garbage_csv(tmp_path / "few.csv", 1_000)
+    by, names = named_meters(few)  # type: ignore[misc]
+    assert by == "external_ref" and len(names) == 1_000
+    many = shapes.garbage_csv(tmp_path / "many.csv", MAX_NAMED_METERS + 1_000)
+    assert named_meters(many) is None

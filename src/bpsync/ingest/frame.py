@@ -24,6 +24,10 @@ from bpsync.ingest.readers.base import Row, Table
 from bpsync.ingest.values import MAX_MAGNITUDE, NumberError, cell_text, is_blank, parse_number
 
 CHUNK_ROWS = 200_000
+# More distinct meters than a file of bills names (the largest benchmark names 10,000): past
+# this many, the importer lists the organisation's meters instead of looking up each name the
+# file holds, so a file of a million distinct garbage names is not kept as a set of them.
+MAX_NAMED_METERS = 50_000
 _NAN = float("nan")
 
 

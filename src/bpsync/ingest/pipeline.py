@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.frame import CHUNK_ROWS, distinct, factorize, first_present, table_chunks
+from bpsync.ingest.frame import (
+    CHUNK_ROWS,
+    MAX_NAMED_METERS,
+    distinct,
+    factorize,
+    first_present,
+    table_chunks,
+)
 from bpsync.ingest.mapper import Plan, map_chunks
 from bpsync.ingest.mapping import plan_table, resolve_columns
 from bpsync.ingest.normalise import CatalogSource, MeterCatalog, Normaliser
@@ -250,6 +257,8 @@ def named_meters(
             for x in distinct(chunk.raw(index), chunk.text, _meter_name, chunk.factors(index))[1]
             if x is not None
         )
+        if len(names) > MAX_NAMED_METERS:  # not a list of meters to look up one by one
+            return None
     return t.meter.by, names
 
 
