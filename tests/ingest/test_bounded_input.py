@@ -228,3 +228,34 @@ def test_a_file_naming_too_many_meters_is_not_looked_up_name_by_name(tmp_path: P
     assert by == "external_ref" and len(names) == 1_000
     many = shapes.garbage_csv(tmp_path / "many.csv", MAX_NAMED_METERS + 1_000)
     assert named_meters(many) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "grid"),
+    [
+        # 50 rows past 100,000 (the quick read's exact last row) and one cell at row 1,000,000
+        (
+            "".join(
+                f'<row r="{r}"><c r="A{r}"><v>1</v></c><c r="Z{r}"><v>1</v></c></row>'
+                for r in range(100_000, 100_050)
+            )
+            + '<row r="1000000"><c r="A1000000"><v>1</v></c></row>',
+            "reaches row 1,000,000 and column 26, a grid of 26,000,000 cells",
+        ),
+        # a reference after a tab, which XML allows and the quick searches do not look for
+        ('<row r="2"><c\tr="XFD900"><v>1</v></c></row>', "a grid of 14,745,600 cells"),
+    ],
+    ids=["a row of 7 digits among rows of 6", "a tab before r="],
+)
+def test_the_quick_bound_of_a_sheet_is_not_fooled(tmp_path: Path, extra: str, grid: str) -> None:
+    plain = shapes._plain_workbook(tmp_path / "plain.xlsx", shapes.ROWS[:2])
+    path = tmp_path / "bills.xlsx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("sheet1.xml"):
+                data = data.replace(b"</sheetData>", extra.encode() + b"</sheetData>")
+            out.writestr(item, data)
+    with pytest.raises(IngestError, match=grid) as caught:
+        read_xlsx(path)
+    assert caught.value.code == "file_too_large"

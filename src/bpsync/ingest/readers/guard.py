@@ -141,13 +141,18 @@ def _is_shared_strings(member: str) -> bool:
     return member.rsplit("/", 1)[-1].casefold() == "sharedstrings.xml"
 
 
-# Three quick searches bound a sheet's extent without reading every cell reference: a cell in
-# row 100,000 or beyond, in a column of three letters, or in column DA or beyond. A sheet with none
-# of them (most bills: fewer than 100,000 rows and 104 columns) is at most 10.4 million cells.
-_TALL = re.compile(rb'\sr="[A-Z]*\d{6}')
-_LETTERS3 = re.compile(rb'\sr="[A-Z]{3}')
-_WIDE = re.compile(rb'\sr="[D-Z][A-Z]')
-_QUICK_ROWS, _QUICK_COLUMNS = 99_999, 104
+# Quick searches bound a sheet's extent without reading every cell reference: whether any
+# reference has 6 or 7 digits (row 100,000 or 1,000,000 and beyond), 2 or 3 letters, or 2 letters
+# from DA on. Most bills have fewer than 100,000 rows and 104 columns: at most 10.4 million cells.
+# They look for ' r="' (a literal, several times faster than any whitespace); a reference after
+# a tab or line break (XML allows it, no writer does it) sends the sheet to the exact read.
+_DIGITS6 = re.compile(rb' r="[A-Z]*\d{6}')
+_DIGITS7 = re.compile(rb' r="[A-Z]*\d{7}')
+_LETTERS2 = re.compile(rb' r="[A-Z]{2}')
+_LETTERS3 = re.compile(rb' r="[A-Z]{3}')
+_FROM_DA = re.compile(rb' r="[D-Z][A-Z]')
+_ODD_SPACE = (b'\tr="', b'\nr="', b'\rr="')
+_ROW6 = re.compile(rb' r="[A-Z]*(\d{6})"')
 _REF = re.compile(rb'\sr="([A-Z]*)(\d+)"')
 _SCAN_BYTES = 4 << 20
 
@@ -160,16 +165,34 @@ def check_sheet_extent(
     limits: WorkbookLimits | None = None,
 ) -> None:
     """Refuse a sheet whose extent (last row x last column, from the cell and row references in
-    its XML) is over the cell limit, before calamine makes a dense grid of it. Read once with three
-    quick searches (about 0.02 s a MB); only a sheet that reaches row 100,000 or column DA is
-    read again for its exact last row and column (about 0.04 s a MB)."""
+    its XML) is over the cell limit, before calamine makes a dense grid of it. One read bounds
+    the extent with quick searches (rows by their digits, the last of 100,000 to 999,999 exactly;
+    columns by their letters); only a sheet over the limit by that bound is read again for every
+    reference (about 0.04 s a MB) to know its exact extent."""
     limits = limits or WorkbookLimits.from_env()
-    quick_fits = limits.max_cells >= _QUICK_ROWS * _QUICK_COLUMNS
+    seen = {"d6": False, "d7": False, "l2": False, "l3": False, "da": False, "odd": False}
+    last6 = 0  # the last row among references of 6 digits
 
-    def beyond(data: bytes) -> bool:
-        return bool(_TALL.search(data) or _LETTERS3.search(data) or _WIDE.search(data))
+    def quick(data: bytes) -> bool:
+        nonlocal last6
+        seen["odd"] = seen["odd"] or any(odd in data for odd in _ODD_SPACE)
+        if _DIGITS6.search(data):  # rows 100,000 and beyond: few pieces of most sheets
+            seen["d6"] = True
+            last6 = max(last6, max(map(int, _ROW6.findall(data)), default=0))
+            seen["d7"] = seen["d7"] or bool(_DIGITS7.search(data))
+        for key, pattern, needs in (
+            ("l2", _LETTERS2, None),
+            ("l3", _LETTERS3, "l2"),
+            ("da", _FROM_DA, "l2"),
+        ):
+            if not seen[key] and (needs is None or seen[needs]) and pattern.search(data):
+                seen[key] = True
+        return seen["odd"] or (seen["d7"] and seen["l3"])  # the exact read is needed
 
-    if quick_fits and not _scan(archive, member, beyond):
+    _scan(archive, member, quick)
+    columns = 16_384 if seen["l3"] else 702 if seen["da"] else 104 if seen["l2"] else 26
+    rows = 99_999 if not seen["d6"] else last6 if not seen["d7"] else 0
+    if not seen["odd"] and rows and rows * columns <= limits.max_cells:
         return
     last_row, last_col = 0, 0
 
