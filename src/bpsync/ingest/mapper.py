@@ -19,6 +19,7 @@ import pandas as pd
 from bpsync.ingest.dates import DateError, DateOrder, parse_date, parse_month
 from bpsync.ingest.frame import (
     CHUNK_ROWS,
+    PROBE_ROWS,
     Cells,
     Chunk,
     ChunkResult,
@@ -663,13 +664,6 @@ class _Chunk:
             ),
             self.problems,
         )
-
-
-# A file whose first PROBE_ROWS data rows give not one reading is not bills this template reads
-# (issue 14 item 7: 1M rows of garbage took 110 s and 1.7 GB, every row kept as a problem): it is
-# refused as a whole after those rows, in a second. A real export refusing that many rows in a
-# row has a wrong template or column, which one line says better than 10,000 row problems.
-PROBE_ROWS = 10_000
 
 
 def map_chunks(

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from bpsync.ingest.frame import (
+    PROBE_ROWS,
     Chunk,
     Items,
     factorize,
@@ -28,7 +29,7 @@ from bpsync.ingest.frame import (
     take,
     truthy,
 )
-from bpsync.ingest.problems import Problem, Where
+from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.templates import MeterBy
 from bpsync.ingest.units import UnitError, conversion_factor, lookup_unit
@@ -150,6 +151,7 @@ class Normaliser:
         self.table, self.by, self._catalog = table, by, catalog
         self.resolved: dict[tuple[str, str | None], MeterInfo | str] = {}
         self.factors: dict[tuple[str, str, str], float | UnitError | None] = {}
+        self.probed = False  # the first readings were looked at (refuse_unknown_meters)
 
     @property
     def catalog(self) -> MeterCatalog | None:
@@ -251,6 +253,7 @@ class Normaliser:
         codes, pairs = self._pairs(items)
         infos = [self.resolve(m, b) for m, b in pairs]
         unknown = np.array([isinstance(x, str) for x in infos], dtype=bool)
+        self.refuse_unknown_meters(items, codes, unknown, infos)
         for i in np.flatnonzero(ok & unknown[codes]):
             fail(int(i), "unknown_meter", infos[codes[i]], keys[i])  # type: ignore[arg-type]
         known_type = np.array([None if isinstance(x, str) else x.type for x in infos], dtype=object)
@@ -308,6 +311,25 @@ class Normaliser:
             keys = spread(key_of, codes)
         good = np.flatnonzero(ok)
         return self._take(items, good, consumption, units), take(keys, good), take(meter_ids, good)
+
+    def refuse_unknown_meters(
+        self, items: Items, codes: np.ndarray, unknown: np.ndarray, infos: list[Any]
+    ) -> None:
+        """Raise when the file's first PROBE_ROWS readings all name meters the catalog lacks,
+        before a problem is kept for each of them (frame.PROBE_ROWS)."""
+        if self.probed:
+            return
+        self.probed = True
+        if len(items) < PROBE_ROWS or not unknown[codes[:PROBE_ROWS]].all():
+            return
+        rows = items.row[:PROBE_ROWS]
+        raise IngestError(
+            f"rows {int(rows.min()):,} to {int(rows.max()):,}: not one of the first "
+            f"{PROBE_ROWS:,} readings names a meter of this organisation (the first: "
+            f"{infos[codes[0]]}). Nothing was imported from this file",
+            where=Where(self.table.file, sheet=self.table.sheet),
+            code="no_known_meters",
+        )
 
     @staticmethod
     def _pairs(items: Items) -> tuple[np.ndarray, list[tuple[str, str | None]]]:
