@@ -32,9 +32,10 @@ def test_client_retries_reach_the_watchers_json_log(tmp_path: Path, monkeypatch)
     monkeypatch.setenv("BPSYNC_BASE_URL", dead_url())
     folder = tmp_path / "inbox"
     folder.mkdir()
+    # A meter id (D2's shape): only such values are looked up at the (dead) service.
     (folder / "bills.csv").write_text(
-        "Meter Number,Service Start,Service End,Usage,Usage Unit\n"
-        "ELEC-1,2024-01-01,2024-01-31,5,kWh\n"
+        "Meter ID,Service Start,Service End,Usage,Usage Unit\n"
+        "mtr_0123456789abcdefghijklmn,2024-01-01,2024-01-31,5,kWh\n"
     )
     result = CliRunner().invoke(
         app, ["watch", str(folder), "--once", "--stable-seconds", "0", "--log-json"]
