@@ -171,7 +171,14 @@ def to_jsonable(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A file name that is not UTF-8 holds lone surrogates (os.fsdecode): JSON's \udcXX escape
+        # writes them, and reads back as the same name.
+        text = json.dumps(to_jsonable(value), indent=2, ensure_ascii=True)
+    sys.stdout.write(text + "\n")
 
 
 def cell_text(value: Any) -> str:

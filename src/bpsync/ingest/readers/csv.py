@@ -281,6 +281,21 @@ class _Irregular(Exception):
 def _arrow_chunks(
     path: Path, delimiter: str, header_row: int, width: int, size: int
 ) -> Iterator[Any]:
+    """_arrow_chunks_of the file at `path`."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        # Arrow takes a path as UTF-8 text: a name that is not UTF-8 (os.fsdecode's surrogate
+        # escapes) is opened here and handed over as a file.
+        with open(path, "rb") as file:
+            yield from _arrow_chunks_of(file, delimiter, header_row, width, size)
+        return
+    yield from _arrow_chunks_of(path, delimiter, header_row, width, size)
+
+
+def _arrow_chunks_of(
+    source: Any, delimiter: str, header_row: int, width: int, size: int
+) -> Iterator[Any]:
     """The data rows as frame.Chunks of Arrow string columns, for a UTF-8 file whose records
     all have `width` fields and whose lines above the header hold no line break in a field (so
     lines and records count alike there). Raises _Irregular at the first record that is not so
@@ -299,7 +314,7 @@ def _arrow_chunks(
 
     try:
         reader = pacsv.open_csv(
-            path,
+            source,
             read_options=pacsv.ReadOptions(
                 skip_rows=header_row, column_names=names, block_size=8 << 20
             ),
