@@ -28,10 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def bounded(path: Path, seconds: float = 60) -> dict:
     """`prepare(path)` in a child process: its outcome (the IngestError's code and message),
-    wall time and peak RSS (ru_maxrss). A crash shows as a non-zero exit code."""
+    wall time and peak RSS (the process's VmHWM: Linux carries ru_maxrss over fork and exec, so a
+    child of a grown pytest process would report the parent's peak). A crash shows as a non-zero
+    exit code."""
     code = textwrap.dedent(
         f"""
-        import json, resource, sys, time
+        import json, sys, time
         from bpsync.ingest import MeterCatalog, prepare
         from bpsync.ingest.problems import IngestError
         t = time.monotonic()
@@ -41,7 +43,9 @@ def bounded(path: Path, seconds: float = 60) -> dict:
         except IngestError as exc:
             out = {{"code": exc.code, "message": str(exc)}}
         out["seconds"] = time.monotonic() - t
-        out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        with open("/proc/self/status") as status:
+            hwm = next(line for line in status if line.startswith("VmHWM:"))
+        out["rss_mb"] = int(hwm.split()[1]) / 1024
         print(json.dumps(out))
         """
     )
