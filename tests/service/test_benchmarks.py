@@ -118,6 +118,7 @@ def test_building_without_energy_data_answers_nulls(service: Service, api: httpx
         "method": None,
         "indicative": False,
         "indicative_reason": None,
+        "median_source_eui_kwh_m2": None,
         "calculated_at": scores["energy_rating"]["calculated_at"],
     }
     assert result["source_eui_kwh_m2"] is None
