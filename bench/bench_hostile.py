@@ -1,4 +1,4 @@
-"""Hostile files (issue 14 item 7): time and peak memory of `bpsync import FILE --dry-run` for each
+"""Hostile files (issue 33 item 7): time and peak memory of `bpsync import FILE --dry-run` for each
 shape, against a served bpservice, each run in its own process.
 
     .venv/bin/python bench/bench_hostile.py [--only NAME ...] [--timeout 120] [--max-rss-mb 4000]

@@ -1,4 +1,4 @@
-"""Hostile files of issue 14 item 7, built at run time from a fixed seed: small on disk, costly to
+"""Hostile files of issue 33 item 7, built at run time from a fixed seed: small on disk, costly to
 read. Shared by tests/ingest/test_bounded_input.py and bench/bench_hostile.py; every size is a
 parameter, so CI builds them small and the bench at the issue's sizes."""
 

@@ -1,4 +1,4 @@
-"""Hostile input at the service's edges (issue 19, items 2-4): user text in report workbooks,
+"""Hostile input at the service's edges (issue 33, items 2-4): user text in report workbooks,
 NUL characters on every surface that reaches the database, trailing-slash redirects under a
 forged Host, conditional GETs against an empty bucket."""
 

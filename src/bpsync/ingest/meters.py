@@ -35,7 +35,7 @@ FETCH_CONCURRENCY = 8
 _METER_ID = re.compile(r"^mtr_[A-Za-z0-9_-]+$")
 # The service's own meter ids (decisions D2, bpservice.ids): `mtr_` and 24 of [0-9a-z]. Only a
 # value of this shape is ever sent to the service as a meter id: anything else a file holds is
-# refused locally, so a file's content never reaches a URL (issue 14 item 8).
+# refused locally, so a file's content never reaches a URL (issue 33 item 8).
 SERVICE_METER_ID = re.compile(r"^mtr_[0-9a-z]{24}$")
 
 
@@ -159,7 +159,7 @@ async def fetch_named(
 
     Only values shaped like the service's meter ids are looked up (a reference the meter map
     links, or a meter id the file names itself): a reference in neither shape cannot name a
-    meter, so the normaliser refuses its rows without a request (issue 14 item 8)."""
+    meter, so the normaliser refuses its rows without a request (issue 33 item 8)."""
     catalog = MeterCatalog.build((), meter_map or {})
     ids: set[str] = set()
     for name in names:

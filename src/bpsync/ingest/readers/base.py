@@ -17,7 +17,7 @@ from bpsync.ingest.values import Header, dedupe_headers, is_blank, parse_header
 HEADER_SEARCH_ROWS = 30
 # The widest row a file may have. The widest real layout is a day per row of 1-minute intervals
 # (1,440 columns and a few more); a 50,000-column header took 61 s and 560 MB in the header search
-# and template matching before failing (issue 14 item 7), and 2,048 columns take about a second.
+# and template matching before failing (issue 33 item 7), and 2,048 columns take about a second.
 # BPSYNC_MAX_COLUMNS changes it.
 MAX_COLUMNS = 2_048
 _NUMBERISH = re.compile(r"^[\s$£€(+-]*[\d.,\s']+[)%]?\s*$")

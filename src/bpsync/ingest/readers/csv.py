@@ -33,7 +33,7 @@ from bpsync.ingest.readers.guard import env_limit
 SAMPLE_BYTES = 256 * 1024
 # The longest line a CSV may have, in bytes. Real exports' lines are under 1 KB (the widest, a
 # 2,048-column row of numbers, is about 20 KB); a 50 MB single line never finished reading
-# (issue 14 item 7). Checked for every line before any parser runs (BPSYNC_CSV_MAX_LINE_BYTES).
+# (issue 33 item 7). Checked for every line before any parser runs (BPSYNC_CSV_MAX_LINE_BYTES).
 MAX_LINE_BYTES = 1 << 20
 _LINE_SCAN_BYTES = 16 << 20
 DELIMITERS = (",", ";", "\t", "|")

@@ -9,7 +9,7 @@ and a member holding more fails its CRC check as damaged. Sheets are then stream
 rows and cells (`RowCap`).
 
 The ratio alone does not bound memory: a 1.9 MB workbook whose shared strings inflate 160 times
-to 304 MB passed it and took 3 GB in calamine (issue 14 item 7). So the shared strings part has
+to 304 MB passed it and took 3 GB in calamine (issue 33 item 7). So the shared strings part has
 a size limit of its own, and before calamine parses a sheet its extent (last row x last column,
 from the cell references in the sheet's XML) is checked against the cell limit: calamine holds a
 sheet as a dense grid, and two cells at A1 and XFD1048576 in a 2 KB file would ask it for 550 GB.
@@ -50,7 +50,7 @@ class WorkbookLimits:
     max_rows: int = 1_048_576  # Excel's own sheet limit
     # Cells of a sheet, counted as calamine holds them (a dense grid: last row x last column,
     # about 32 bytes each before any value): 12 million is a full-height sheet of 11 columns and
-    # about 400 MB; was 50 million (1.6 GB) before issue 14 item 7.
+    # about 400 MB; was 50 million (1.6 GB) before issue 33 item 7.
     max_cells: int = 12_000_000
 
     @classmethod
