@@ -1,4 +1,4 @@
-"""Issue 14 item 7: memory that stays bounded whatever the file. Limits that do not depend on the
+"""Issue 33 item 7: memory that stays bounded whatever the file. Limits that do not depend on the
 compression ratio (shared strings, a sheet's extent, columns, a line's length) and a file whose
 first rows give no reading at all, each refused in seconds with one line naming the file and the
 limit. The hostile files are built at run time from a fixed seed (tests/ingest/hostile_shapes.py);
@@ -279,3 +279,29 @@ def test_a_million_rows_naming_no_known_meter_fail_in_seconds(tmp_path: Path) ->
     )
     assert "is not in the meter map" in out["message"]
     assert out["seconds"] < 10 and out["rss_mb"] < 500, out
+
+
+def test_a_file_refusing_more_rows_than_the_limit_is_refused_as_a_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A readable first row passes the probe, then garbage: every refused row keeps its cells and
+    reason (about 1 KB), so 1M of them took 43 s and 1.2 GB. Past MAX_REFUSED_ROWS (here 100) the
+    file is refused as a whole with the first reason; at the limit it is read row by row."""
+    from bpsync.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_REFUSED_ROWS", 100)
+    path = shapes.garbage_csv(tmp_path / "late.csv", 101, by_id=True)
+    lines = path.read_text().splitlines()
+    lines[1] = "M1,2024-01-01,2024-01-31,5,kWh"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(IngestError) as caught:
+        prepare(path, catalog=MeterCatalog())
+    assert caught.value.code == "too_many_refused_rows"
+    assert str(caught.value).startswith(
+        "late.csv: 101 rows were refused, more than 100 (the first, row 2: meter 'M1' does not "
+        "exist in this organisation and environment): check the template, the columns and the "
+        "meter map, or split the file. Nothing was imported from this file"
+    )
+    path.write_text("\n".join(lines[:-1]) + "\n")  # 100 refused rows: at the limit
+    prepared = prepare(path, catalog=MeterCatalog())
+    assert len({p.where.row for p in prepared.collected.problems}) == 100

@@ -19,6 +19,7 @@ import pandas as pd
 from bpsync.ingest.frame import (
     CHUNK_ROWS,
     MAX_NAMED_METERS,
+    MAX_REFUSED_ROWS,
     distinct,
     factorize,
     first_present,
@@ -368,6 +369,7 @@ def collect_table(
     currencies = _Codes()
     meters: list[tuple[str, str | None, str | None]] = []  # per group: key, meter id, unit
     parts: list[dict[str, np.ndarray]] = []
+    refused = 0  # rows refused so far (a row with two problems counts once)
     for chunk, result in map_chunks(table, plan, size):
         found = result.problems
         items, keys, ids = normaliser.run(result.items, chunk, width, found)
@@ -380,6 +382,9 @@ def collect_table(
             last_row = int(rows[-1])
         found.sort(key=lambda x: (x[0], x[1]))
         problems.extend(p for _, _, p in found)
+        refused += len({r for r, _, p in found if p.severity == "error"})
+        if refused > MAX_REFUSED_ROWS:
+            refuse_too_many(table, problems, refused)
         order = np.lexsort((items.order, items.row))  # file order: row, then value column
         if np.any(order[1:] < order[:-1]):  # a long layout is in file order already
             items, keys, ids = items.take(order), keys[order], ids[order]
@@ -424,6 +429,19 @@ def collect_table(
             key, meter_id, unit, columns, int(bounds[k]), int(bounds[k + 1])
         )
     return collected
+
+
+def refuse_too_many(table: Table, problems: list[Problem], refused: int) -> None:
+    """Raise: the file refused more than MAX_REFUSED_ROWS rows (frame.MAX_REFUSED_ROWS)."""
+    first = next(p for p in problems if p.severity == "error")
+    column = f", column {first.where.column!r}" if first.where.column else ""
+    raise IngestError(
+        f"{refused:,} rows were refused, more than {MAX_REFUSED_ROWS:,} (the first, row "
+        f"{first.where.row}{column}: {first.reason}): check the template, the columns and the "
+        f"meter map, or split the file. Nothing was imported from this file",
+        where=Where(table.file, sheet=table.sheet),
+        code="too_many_refused_rows",
+    )
 
 
 class _Codes:
