@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from bpservice import __version__, oauth
 from bpservice.api import (
@@ -20,12 +21,13 @@ from bpservice.api import (
     users,
     webhooks,
 )
+from bpservice.api.deps import busy_error
 from bpservice.api.middleware import EdgeMiddleware
 from bpservice.auth import TokenResolver
 from bpservice.benchmarking import default_recalculator
 from bpservice.db import migrate
 from bpservice.db.service_secrets import service_secret
-from bpservice.db.session import Database
+from bpservice.db.session import Database, DatabaseBusy
 from bpservice.errors import install_error_handlers
 from bpservice.faults import FaultInjector, FaultMiddleware
 from bpservice.oauth.routes import FORM_KEY_NAME
@@ -65,7 +67,7 @@ def create_app(
     token_resolvers: list[TokenResolver] | None = None,
 ) -> FastAPI:
     settings = settings or Settings()
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_limits)
     prepare_schema(db, settings)
     # Made (or read) now, so no request ever creates one inside its own write transaction.
     for name in (FORM_KEY_NAME, DOWNLOAD_KEY_NAME):
@@ -104,6 +106,14 @@ def create_app(
     )
 
     install_error_handlers(app)
+
+    @app.exception_handler(DatabaseBusy)
+    async def _busy(request: Request, exc: DatabaseBusy) -> JSONResponse:
+        # A session opened outside the dependencies (the authorization server's pages) that
+        # waited too long: overload, 503 with Retry-After like the dependencies answer.
+        error = busy_error(exc)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
     for module in (
         properties,
         buildings,

@@ -35,9 +35,46 @@ class RateLimits:
 
 
 @dataclass(frozen=True)
+class DatabaseLimits:
+    """How many requests use the database at once, and how many more may wait and for how long.
+
+    A request waits for its slot on the event loop, never in a worker thread: the 40 threads stay
+    free for the requests that hold a slot, so the writer holding SQLite's lock (or a PostgreSQL
+    row lock) can always finish and commit. A request that finds the queue full, or waits longer
+    than `wait_seconds`, is answered 503 `service_unavailable` with Retry-After. The connection
+    pool is sized against the slots, so a request holding one never waits for a connection."""
+
+    # Write transactions at once; None = 1 on SQLite (one writer at a time), 8 elsewhere.
+    write_slots: int | None = None
+    # Read sessions at once (SQLite WAL readers never wait for the writer; this bounds the pool).
+    read_slots: int = 16
+    # Requests that may wait for a slot; one more is refused at once.
+    write_queue: int = 64
+    read_queue: int = 256
+    # The longest a request waits for a slot, SQLite's write lock or a PostgreSQL row lock.
+    wait_seconds: float = 10.0
+    # Retry-After (and error.retry_after) of the 503.
+    retry_after_seconds: int = 1
+
+    def __post_init__(self) -> None:
+        # More write slots than the 40 worker threads would let writers waiting on one meter's
+        # row lock hold every thread while the holder needs one to commit.
+        if self.write_slots is not None and not 1 <= self.write_slots <= 32:
+            raise ValueError("write_slots must be between 1 and 32")
+        if not 1 <= self.read_slots <= 64:
+            raise ValueError("read_slots must be between 1 and 64")
+        if self.write_queue < 0 or self.read_queue < 0:
+            raise ValueError("queues cannot be negative")
+        if self.wait_seconds <= 0 or self.retry_after_seconds < 1:
+            raise ValueError("wait_seconds must be positive and retry_after_seconds at least 1")
+
+
+@dataclass(frozen=True)
 class Settings:
     database_url: str = "sqlite:///bpservice.db"
     rate_limits: RateLimits = field(default_factory=RateLimits)
+    # Database slots and their queues (overload answers 503 with Retry-After, never 500).
+    database_limits: DatabaseLimits = field(default_factory=DatabaseLimits)
     clock: Clock = system_clock
     # Largest request body accepted; a full 500-reading batch is about 100 KB.
     max_body_bytes: int = 5 * 1024 * 1024

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from bpservice.auth import Principal
 from bpservice.db.models import Building, Meter, Property
+from bpservice.db.session import DatabaseBusy
 from bpservice.errors import APIError, not_found
 from bpservice.recalc import Recalculator
 from bpservice.settings import Settings
@@ -30,15 +31,17 @@ MAX_PER_PAGE = 200
 DEFAULT_PER_PAGE = 50
 
 
-def get_settings(request: Request) -> Settings:
+# The small dependencies are async: they only read the request, and a sync one costs a trip
+# through the 40-thread pool, which a request holding a database slot would wait for too.
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_clock(request: Request) -> Callable[[], dt.datetime]:
+async def get_clock(request: Request) -> Callable[[], dt.datetime]:
     return request.app.state.settings.clock
 
 
-def _principal(
+async def _principal(
     request: Request,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
@@ -54,10 +57,10 @@ def _principal(
     return principal
 
 
-def require(scope: str, *, write: bool = False) -> Callable[..., Principal]:
+def require(scope: str, *, write: bool = False) -> Callable[..., Awaitable[Principal]]:
     """A dependency admitting callers that hold `scope`; `write` also refuses read-only users."""
 
-    def dependency(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+    async def dependency(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
         if scope not in principal.scopes:
             raise APIError(
                 403,
@@ -75,14 +78,36 @@ def require(scope: str, *, write: bool = False) -> Callable[..., Principal]:
     return dependency
 
 
-def _read_session(request: Request) -> Iterator[Session]:
-    with request.app.state.db.read() as session:
-        yield session
+def busy_error(exc: DatabaseBusy) -> APIError:
+    """Overload: 503 service_unavailable with Retry-After (decisions IN4's code for a service
+    that cannot take the request now); nothing was written, so the request may be sent again."""
+    error = APIError(
+        503,
+        "service_unavailable",
+        f"The service is busy: {exc.message} Retry in {exc.retry_after} s.",
+        retry_after=exc.retry_after,
+    )
+    error.headers = {"Retry-After": str(exc.retry_after)}
+    return error
 
 
-def _write_session(request: Request) -> Iterator[Session]:
-    with request.app.state.db.write() as session:
-        yield session
+# Async, so a request waits for its database slot on the event loop and never in one of the 40
+# worker threads (bpservice.db.session explains the freeze that caused); the endpoint still runs
+# in a thread.
+async def _read_session(request: Request) -> AsyncIterator[Session]:
+    try:
+        async with request.app.state.db.request_read() as session:
+            yield session
+    except DatabaseBusy as exc:
+        raise busy_error(exc) from exc
+
+
+async def _write_session(request: Request) -> AsyncIterator[Session]:
+    try:
+        async with request.app.state.db.request_write() as session:
+            yield session
+    except DatabaseBusy as exc:
+        raise busy_error(exc) from exc
 
 
 # scope="function": the session closes (and a write commits) when the endpoint returns, before the
@@ -94,7 +119,7 @@ WriteSession = Annotated[Session, Depends(_write_session, scope="function")]
 Clock = Annotated[Callable[[], dt.datetime], Depends(get_clock)]
 
 
-def _recalculator(request: Request) -> Recalculator:
+async def _recalculator(request: Request) -> Recalculator:
     return request.app.state.recalculator
 
 
@@ -119,7 +144,7 @@ class PageParams:
         }
 
 
-def page_params(
+async def page_params(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
     per_page: Annotated[
         int, Query(ge=1, le=MAX_PER_PAGE, description="Items per page (max 200)")
@@ -135,7 +160,7 @@ Pagination = Annotated[PageParams, Depends(page_params)]
 MAX_BULK_PER_PAGE = 1000
 
 
-def bulk_page_params(
+async def bulk_page_params(
     page: Annotated[int, Query(ge=1, le=1_000_000, description="Page number, from 1")] = 1,
     per_page: Annotated[
         int, Query(ge=1, le=MAX_BULK_PER_PAGE, description="Items per page (max 1,000)")
