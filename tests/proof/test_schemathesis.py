@@ -6,6 +6,7 @@ examples per operation."""
 from __future__ import annotations
 
 import datetime as dt
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +91,13 @@ CONFORMANT = [
     "PATCH /v1/webhooks/{webhook_id}",
 ]
 CONFORMANCE_EXAMPLES = 100 if FULL else 25
+
+
+@pytest.fixture(autouse=True)
+def _same_draws_every_run() -> None:
+    """schemathesis draws some values (examples, ids) from the global random, which the tests run
+    before this module leave anywhere: two CI runs of one commit drew different cases."""
+    random.seed(20261127)
 
 
 @pytest.fixture

@@ -126,6 +126,8 @@ Name = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
     AfterValidator(_no_nul),
+    # Stripped first, so a name of spaces or tabs is empty: the document says "not only blanks".
+    Field(json_schema_extra={"pattern": r"\S"}),
 ]
 ShortText = Annotated[
     str, StringConstraints(strip_whitespace=True, max_length=200), AfterValidator(_no_nul)
