@@ -40,10 +40,11 @@ def test_every_core_operation_documents_its_statuses_and_headers(openapi: dict[s
     assert len(operations) == 27
     for method, path, op in operations:
         responses = op["responses"]
-        for status in ("401", "403", "422", "429"):
+        for status in ("401", "403", "422", "429", "503"):
             schema = responses[status]["content"]["application/json"]["schema"]
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (method, path, status)
         assert "Retry-After" in responses["429"]["headers"]
+        assert "Retry-After" in responses["503"]["headers"]  # overload (decisions D39)
         success = [s for s in responses if s.startswith("2")]
         assert len(success) == 1, (method, path)
         assert set(responses[success[0]]["headers"]) >= RATE, (method, path)

@@ -458,3 +458,25 @@ def test_an_unreachable_redis_refuses_requests_instead_of_ignoring_limits(tmp_pa
     with LiveServer(app) as server:
         r = httpx.get(server.url + "/v1/properties", headers={"Authorization": "Bearer x"})
     assert r.status_code == 503 and r.json()["error"]["code"] == "service_unavailable"
+    assert r.headers["Retry-After"] == "1" and r.json()["error"]["retry_after"] == 1
+
+
+def test_a_busy_database_at_the_keys_lookup_answers_503_not_500(tmp_path: Path) -> None:
+    """The edge looks the bearer up before any dependency runs: a database that stayed busy there
+    (a pool or lock wait that ran out) is overload, 503 with Retry-After, as in the endpoints."""
+    from bpservice.db.session import DatabaseBusy
+
+    def busy(session: object, token: str, now: object) -> None:
+        raise DatabaseBusy("No read slot became free within 10 s.")
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'b.db'}", run_workers=False)
+    app = create_app(settings, token_resolvers=[busy])
+    with LiveServer(app) as server:
+        r = httpx.get(server.url + "/v1/properties", headers={"Authorization": "Bearer x"})
+    assert r.status_code == 503, r.text
+    assert r.headers["Retry-After"] == "1"
+    assert r.json()["error"] == {
+        "code": "service_unavailable",
+        "message": "The service is busy: No read slot became free within 10 s. Retry in 1 s.",
+        "retry_after": 1,
+    }

@@ -18,6 +18,7 @@ from starlette.datastructures import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bpservice.auth import Principal, resolve_bearer
+from bpservice.db.session import DatabaseBusy
 from bpservice.errors import is_json_media_type
 from bpservice.ratelimit import (
     BucketKey,
@@ -166,7 +167,19 @@ class EdgeMiddleware:
         limiter: RateLimiter = self.state.limiter
         client = (scope.get("client") or ("unknown", 0))[0]
 
-        principal = await self._identify(scope)
+        try:
+            principal = await self._identify(scope)
+        except DatabaseBusy as exc:
+            # The key's lookup met a database that stayed busy: overload, like the dependencies.
+            await self._send_error(
+                send,
+                503,
+                "service_unavailable",
+                f"The service is busy: {exc.message} Retry in {exc.retry_after} s.",
+                [],
+                retry_after=exc.retry_after,
+            )
+            return
         scope.setdefault("state", {})["principal"] = principal
         metered = not _UNMETERED.match(path)
         keys = bucket_keys(principal, method, path, client)
@@ -198,6 +211,7 @@ class EdgeMiddleware:
                 "service_unavailable",
                 "The service cannot check rate limits right now; retry shortly.",
                 [],
+                retry_after=1,
             )
             return
         if_none_match = _header(scope, b"if-none-match")
@@ -431,6 +445,8 @@ class EdgeMiddleware:
     ) -> None:
         body = json.dumps({"error": {"code": code, "message": message, **extra}}).encode()
         headers = [(b"content-type", b"application/json")]
+        if "retry_after" in extra:
+            headers.append((b"retry-after", str(extra["retry_after"]).encode()))
         await self._send(send, status, headers, body, states)
 
     async def _send_rate_limited(self, send: Send, states: list[BucketState]) -> None:

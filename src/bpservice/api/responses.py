@@ -1,5 +1,5 @@
 """Responses documented on every operation, so the OpenAPI document states each status, body and
-header the service can answer with (the middleware's 304, 413, 415 and 429 included)."""
+header the service can answer with (the middleware's 304, 413, 415, 429 and 503 included)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ _DESCRIPTIONS = {
     415: "The body was not sent as Content-Type: application/json (unsupported_media_type)",
     422: "The request failed validation (validation_error and rule-specific codes)",
     429: "Rate limit exceeded (rate_limit_exceeded); see Retry-After",
+    503: "The service is busy or cannot check rate limits now (service_unavailable); nothing was "
+    "done, retry after Retry-After",
 }
 
 
@@ -37,7 +39,9 @@ RATE_LIMIT_HEADERS: dict[str, dict[str, Any]] = {
     },
 }
 _ETAG = {"ETag": {"description": "Entity tag of the body", "schema": {"type": "string"}}}
-_RETRY_AFTER = {"Retry-After": _integer_header("Seconds until the exhausted bucket resets")}
+_RETRY_AFTER = {
+    "Retry-After": _integer_header("Seconds to wait before retrying (429: until the bucket resets)")
+}
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -46,14 +50,14 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     422 is always listed (with the service's error body) so FastAPI does not add its own
     HTTPValidationError shape, which this service never returns. Listing 400 marks an operation
     that takes a JSON body, which can also answer 413 and 415."""
-    wanted = {401, 403, 422, 429} | set(statuses)
+    wanted = {401, 403, 422, 429, 503} | set(statuses)
     if 400 in wanted:
         wanted |= {413, 415}
     return {
         status: {
             "model": ErrorBody,
             "description": _DESCRIPTIONS[status],
-            "headers": {**RATE_LIMIT_HEADERS, **(_RETRY_AFTER if status == 429 else {})},
+            "headers": {**RATE_LIMIT_HEADERS, **(_RETRY_AFTER if status in (429, 503) else {})},
         }
         for status in sorted(wanted)
     }

@@ -107,7 +107,7 @@ class ErrorInfo(BaseModel):
     code: str
     message: str
     details: list[ErrorDetail] | None = None
-    retry_after: int | None = Field(None, description="Seconds to wait; on 429 only")
+    retry_after: int | None = Field(None, description="Seconds to wait; on 429 and 503 only")
 
 
 class ErrorBody(BaseModel):
