@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from openpyxl import load_workbook
 
-from bpservice.reporting import content
+from bpservice.reporting.content.blocks import NoData, building_row
+from bpservice.reporting.content.certificate import benchmark_certificate
+from bpservice.reporting.content.custom import custom
+from bpservice.reporting.content.portfolio import portfolio_summary, portfolio_totals
 from bpservice.reporting.render import render
 
 REPORT = {
@@ -76,7 +79,7 @@ TEMPLATE = {
 
 
 def test_custom_sorts_with_missing_values_last_and_totals_only_quantities() -> None:
-    doc = content.custom(
+    doc = custom(
         REPORT, ORG, TEMPLATE, [entry("b", 200, 150), entry("a", 100, None), entry("c", 300, 90)]
     )
     (table,) = doc.tables()
@@ -89,7 +92,7 @@ def test_custom_sorts_with_missing_values_last_and_totals_only_quantities() -> N
 
 def test_csv_neutralises_formulas() -> None:
     evil = entry('=HYPERLINK("http://x")', 100, 10)
-    doc = content.custom(REPORT, ORG, TEMPLATE, [evil])
+    doc = custom(REPORT, ORG, TEMPLATE, [evil])
     rows = list(csv.reader(io.StringIO(render(doc, "csv").decode("utf-8-sig"))))
     assert rows[0] == ["building_name", "gfa_m2", "eui_kwh_m2"]
     assert rows[1][0].startswith("'=")
@@ -101,17 +104,16 @@ def test_csv_neutralises_formulas() -> None:
 
 def test_portfolio_totals_are_area_weighted() -> None:
     rows = [
-        content.building_row(e)
-        for e in (entry("a", 100, 200), entry("b", 300, 100), entry("c", 50, None))
+        building_row(e) for e in (entry("a", 100, 200), entry("b", 300, 100), entry("c", 50, None))
     ]
-    totals = content.portfolio_totals(rows)
+    totals = portfolio_totals(rows)
     assert totals["gfa_m2"] == 450
     assert totals["annual_energy_kwh"] == pytest.approx(20_000 + 30_000)
     assert totals["eui_kwh_m2"] == pytest.approx(50_000 / 400)
 
 
 def test_nothing_to_report_raises_no_data() -> None:
-    with pytest.raises(content.NoData):
-        content.portfolio_summary(REPORT, ORG, [], None)
-    with pytest.raises(content.NoData):
-        content.benchmark_certificate(REPORT, ORG, entry("a", 100, None), [])
+    with pytest.raises(NoData):
+        portfolio_summary(REPORT, ORG, [], None)
+    with pytest.raises(NoData):
+        benchmark_certificate(REPORT, ORG, entry("a", 100, None), [])

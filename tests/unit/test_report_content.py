@@ -1,4 +1,4 @@
-"""Report documents built from plain dicts (content.py is pure): what every compliance and
+"""Report documents built from plain dicts (reporting/content/ is pure): what every compliance and
 certificate document states, refusals for the wrong period or place, no internal tags, and the
 portfolio summary's per-row periods and US-only rating total."""
 
@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from bpservice.domain.compliance import ComplianceError
-from bpservice.reporting import content
+from bpservice.reporting.content.berdo import compliance_berdo
+from bpservice.reporting.content.blocks import meter_labels, months_text
+from bpservice.reporting.content.certificate import benchmark_certificate
+from bpservice.reporting.content.custom import custom
+from bpservice.reporting.content.ll97 import compliance_ll97
+from bpservice.reporting.content.portfolio import portfolio_summary
 from bpservice.reporting.document import Document, Facts, Note, Table, fact_text
 from bpservice.reporting.pdf import render_pdf
 
@@ -116,7 +121,7 @@ def assert_honest(text: str) -> None:
 
 
 def test_ll97_document_states_period_coverage_method_and_disclaimer() -> None:
-    doc = content.compliance_ll97(
+    doc = compliance_ll97(
         report("compliance_ll97"), ORG, entry(city="New York", state="NY", estimated=2)
     )
     text = text_of(doc)
@@ -130,7 +135,7 @@ def test_ll97_document_states_period_coverage_method_and_disclaimer() -> None:
 
 
 def test_berdo_document_states_rps_and_phase_in() -> None:
-    doc = content.compliance_berdo(
+    doc = compliance_berdo(
         report("compliance_berdo"), ORG, entry(city="Boston", state="MA", gfa=2500)
     )
     text = text_of(doc)
@@ -140,7 +145,7 @@ def test_berdo_document_states_rps_and_phase_in() -> None:
 
 
 def test_small_boston_residential_building_is_assessed_with_a_caveat() -> None:
-    doc = content.compliance_berdo(
+    doc = compliance_berdo(
         report("compliance_berdo"),
         ORG,
         entry(city="Boston", state="MA", gfa=1200, use="residential"),
@@ -166,7 +171,7 @@ def test_no_verdict_for_the_wrong_place_or_period(
     kind: str, place: tuple[str, str | None, str], period: dict[str, dt.date], code: str
 ) -> None:
     city, state, country = place
-    build = content.compliance_ll97 if kind == "compliance_ll97" else content.compliance_berdo
+    build = compliance_ll97 if kind == "compliance_ll97" else compliance_berdo
     with pytest.raises(ComplianceError) as info:
         build(report(kind, period), ORG, entry(city=city, state=state, country=country))
     assert info.value.code == code
@@ -217,7 +222,7 @@ def _bench(period: dict[str, str], rating: int | None, country: str) -> dict[str
 def test_certificate_says_when_the_period_used_is_not_the_one_requested() -> None:
     used = {"start": "2025-07-01", "end": "2026-06-30"}
     e = entry(city="London", state=None, country="GB", bench=_bench(used, 60, "GB"))
-    doc = content.benchmark_certificate(report("benchmark_certificate"), ORG, e, [])
+    doc = benchmark_certificate(report("benchmark_certificate"), ORG, e, [])
     text = text_of(doc)
     assert_honest(text)
     assert "not for the requested period 2025-01-01 to 2025-12-31" in text
@@ -232,7 +237,7 @@ def test_certificate_says_when_the_period_used_is_not_the_one_requested() -> Non
         country="GB",
         bench=_bench({"start": "2025-01-01", "end": "2025-12-31"}, 60, "GB"),
     )
-    doc = content.benchmark_certificate(report("benchmark_certificate"), ORG, same, [])
+    doc = benchmark_certificate(report("benchmark_certificate"), ORG, same, [])
     assert "not for the requested period" not in text_of(doc)
 
 
@@ -243,7 +248,7 @@ def test_portfolio_rows_carry_their_period_and_the_rating_total_is_us_only() -> 
     us["building"] = {**us["building"], "id": "bld_2", "name": "US tower"}
     us["property"] = {**us["property"], "id": "prp_2", "name": "US plaza"}
     us["benchmark"] = _bench({"start": "2024-07-01", "end": "2025-06-30"}, 40, "US")
-    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [gb, us], None)
+    doc = portfolio_summary(report("portfolio_summary"), ORG, [gb, us], None)
     table = doc.tables()[0]
     assert "assessment_period" in [c.key for c in table.columns]
     periods = {r["building_name"]: r["assessment_period"] for r in table.rows}
@@ -257,14 +262,14 @@ def test_a_portfolio_summary_without_any_energy_data_says_so_first() -> None:
     """Buildings, but no readings in the requested period: the document opens by saying so
     (a table of dashes must not read as results); with data, no such note."""
     empty = entry(city="London", state=None, country="GB")  # no benchmark: no data
-    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [empty], None)
+    doc = portfolio_summary(report("portfolio_summary"), ORG, [empty], None)
     first = doc.sections[0]
     assert isinstance(first, Note) and first.title == "No energy data for this period"
     assert "None of the 1 buildings has energy data" in first.text and "2025" in first.text
     assert doc.data["buildings_with_energy_data"] == 0
     with_data = entry(city="London", state=None, country="GB")
     with_data["benchmark"] = _bench({"start": "2025-01-01", "end": "2025-12-31"}, 90, "GB")
-    doc = content.portfolio_summary(report("portfolio_summary"), ORG, [with_data], None)
+    doc = portfolio_summary(report("portfolio_summary"), ORG, [with_data], None)
     assert "No energy data" not in text_of(doc) and doc.data["buildings_with_energy_data"] == 1
 
 
@@ -280,7 +285,7 @@ def test_coverage_names_each_meter_and_the_months_it_has_readings_for() -> None:
             meter(None, 3, 90, "mtr_c", "natural_gas"),
         ]
     )
-    doc = content.compliance_ll97(report("compliance_ll97"), ORG, e)
+    doc = compliance_ll97(report("compliance_ll97"), ORG, e)
     text = text_of(doc)
     assert "electricity 1 of 12 months" not in text
     assert (
@@ -297,11 +302,11 @@ def test_coverage_names_each_meter_and_the_months_it_has_readings_for() -> None:
     ]
     assert table.rows[0]["months"] == "January to November 2025"
     # Two meters sharing a name carry their ids.
-    assert content.meter_labels([meter("M", 1, 31, "mtr_1"), meter("M", 1, 31, "mtr_2")]) == [
+    assert meter_labels([meter("M", 1, 31, "mtr_1"), meter("M", 1, 31, "mtr_2")]) == [
         "M (electricity) mtr_1",
         "M (electricity) mtr_2",
     ]
-    assert content.months_text(["2025-01", "2025-02", "2025-05", "2024-12"]) == (
+    assert months_text(["2025-01", "2025-02", "2025-05", "2024-12"]) == (
         "December 2024 to February 2025, May 2025"
     )
 
@@ -312,7 +317,7 @@ def test_a_part_year_ll97_report_says_it_is_annualised_and_how() -> None:
     'annualised', the method and the months covered."""
     e = entry(city="New York", state="NY", kwh=1_883_149)
     e["coverage"] = coverage(meters=[meter("Main supply", 6, 181)])
-    doc = content.compliance_ll97(report("compliance_ll97"), ORG, e)
+    doc = compliance_ll97(report("compliance_ll97"), ORG, e)
     result = doc.sections[0]
     assert isinstance(result, Facts)
     assert "Annual emissions (annualised from part of the year)" in dict(result.items)
@@ -323,9 +328,7 @@ def test_a_part_year_ll97_report_says_it_is_annualised_and_how() -> None:
         "in the year / its days with readings. An estimate, not the metered total."
     )
     assert doc.data["annualised"] is True
-    full = content.compliance_ll97(
-        report("compliance_ll97"), ORG, entry(city="New York", state="NY")
-    )
+    full = compliance_ll97(report("compliance_ll97"), ORG, entry(city="New York", state="NY"))
     assert dict(full.sections[0].items)["Basis"].startswith("Metered")  # type: ignore[union-attr]
     assert full.data["annualised"] is False
 
@@ -337,7 +340,7 @@ def test_a_portfolio_summary_for_a_year_without_data_borrows_no_other_year() -> 
     asked = {"start": dt.date(2023, 1, 1), "end": dt.date(2023, 12, 31)}
     later = entry(city="London", state=None, country="GB")
     later["benchmark"] = _bench({"start": "2024-01-01", "end": "2024-12-31"}, 90, "GB")
-    doc = content.portfolio_summary(report("portfolio_summary", asked), ORG, [later], None)
+    doc = portfolio_summary(report("portfolio_summary", asked), ORG, [later], None)
     first = doc.sections[0]
     assert isinstance(first, Note) and first.title == "No energy data for this period"
     assert "None of the 1 buildings has energy data for the requested period" in first.text
@@ -368,7 +371,7 @@ def test_a_portfolio_summary_for_a_year_without_data_borrows_no_other_year() -> 
     now = entry(city="London", state=None, country="GB", gfa=1000)
     now["building"] = {**now["building"], "id": "bld_2", "name": "Annex"}
     now["benchmark"] = _bench({"start": "2023-01-01", "end": "2023-12-31"}, 90, "GB")
-    doc = content.portfolio_summary(report("portfolio_summary", asked), ORG, [later, now], None)
+    doc = portfolio_summary(report("portfolio_summary", asked), ORG, [later, now], None)
     note = doc.sections[0]
     assert isinstance(note, Note) and note.title == "Buildings without data for this period"
     assert "1 of the 2 buildings have no energy data" in note.text
@@ -384,7 +387,7 @@ def test_a_custom_report_for_a_year_without_data_borrows_no_other_year() -> None
     later = entry(city="London", state=None, country="GB")
     later["benchmark"] = _bench({"start": "2024-01-01", "end": "2024-12-31"}, 90, "GB")
     template = {"id": "rtp_1", "name": "T", "columns": ["building_name", "eui_kwh_m2"]}
-    doc = content.custom(report("custom", asked), ORG, template, [later])
+    doc = custom(report("custom", asked), ORG, template, [later])
     assert doc.tables()[0].rows == [{"building_name": "Tower", "eui_kwh_m2": None}]
     note = doc.sections[0]
     assert isinstance(note, Note) and "Tower (2024-01 to 2024-12)" in note.text

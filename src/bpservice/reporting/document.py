@@ -1,4 +1,4 @@
-"""A format-neutral report document: facts, tables and notes. Content builders (content.py) make a
+"""A format-neutral report document: facts, tables and notes. Content builders (content/) make a
 Document from plain dicts; one renderer per format (pdf, xlsx, csv, json) turns it into bytes, so
 every format of a report carries the same figures."""
 

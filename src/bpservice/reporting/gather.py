@@ -24,7 +24,14 @@ from bpservice.db.models import Building, Organisation, Property
 from bpservice.db.report_models import Report
 from bpservice.domain import emissions
 from bpservice.domain.benchmarks import EnergyPeriod, Period
-from bpservice.reporting import content
+from bpservice.reporting.content.berdo import compliance_berdo
+from bpservice.reporting.content.blocks import NoData, has_energy
+from bpservice.reporting.content.certificate import benchmark_certificate
+from bpservice.reporting.content.city_law import check_compliance_request
+from bpservice.reporting.content.custom import custom
+from bpservice.reporting.content.esg import compliance_esg
+from bpservice.reporting.content.ll97 import compliance_ll97
+from bpservice.reporting.content.portfolio import portfolio_summary
 from bpservice.reporting.document import Document
 
 # Columns of a custom template that need the engine's benchmark result, or water.
@@ -212,7 +219,7 @@ def _period_entries(
 
 
 def build_document(session: Session, report: Report, now: dt.datetime) -> Document:
-    """Gather the report's inputs and build its Document (raises content.NoData or
+    """Gather the report's inputs and build its Document (raises NoData or
     compliance.ComplianceError when it cannot be made)."""
     info = report_dict(report, now)
     org = _organisation(session, report.org_id)
@@ -221,7 +228,7 @@ def build_document(session: Session, report: Report, now: dt.datetime) -> Docume
     if report.building_id is not None:
         building = session.get(Building, report.building_id)
         if building is None:
-            raise content.NoData(f"Building {report.building_id} no longer exists.")
+            raise NoData(f"Building {report.building_id} no longer exists.")
         prop = session.get(Property, building.property_id)
         assert prop is not None
         if report.type == "benchmark_certificate":
@@ -229,28 +236,28 @@ def build_document(session: Session, report: Report, now: dt.datetime) -> Docume
             history = engine.building_history(session, building, now, periods=4)
             assessed = (entry["benchmark"] or {}).get("reporting_period") or {}
             _require_overlap(assessed, report)
-            return content.benchmark_certificate(info, org, entry, history)
+            return benchmark_certificate(info, org, entry, history)
         if report.type in ("compliance_ll97", "compliance_berdo"):
             # Checked again here (the API checks at request time) so no document ever compares a
             # part year or another city's building with the law (docs/decisions.md CS3, CS4).
-            content.check_compliance_request(
+            check_compliance_request(
                 report.type, info, _building_dict(building), _property_dict(prop)
             )
         entry = _period_entries(session, [(building, prop)], period)[0]
-        if not content.has_energy(entry):
-            raise content.NoData(
+        if not has_energy(entry):
+            raise NoData(
                 f"The building has no energy data between {report.period_start} and "
                 f"{report.period_end}."
             )
         if report.type == "compliance_ll97":
-            return content.compliance_ll97(info, org, entry)
-        return content.compliance_berdo(info, org, entry)
+            return compliance_ll97(info, org, entry)
+        return compliance_berdo(info, org, entry)
 
     pairs = scoped_buildings(
         session, report.org_id, report.environment, info["filters"], report.property_access
     )
     if report.type == "compliance_esg":
-        return content.compliance_esg(info, org, _period_entries(session, pairs, period))
+        return compliance_esg(info, org, _period_entries(session, pairs, period))
     if report.type == "portfolio_summary":
         entries = [_current_entry(session, b, p, now) for b, p in pairs]
         portfolio = None
@@ -264,7 +271,7 @@ def build_document(session: Session, report: Report, now: dt.datetime) -> Docume
                 country=info["filters"].get("country"),
                 property_ids=report.property_access,
             )
-        return content.portfolio_summary(info, org, entries, portfolio)
+        return portfolio_summary(info, org, entries, portfolio)
     template = report.template or {}
     columns = set(template.get("columns") or [])
     entries = [
@@ -278,16 +285,16 @@ def build_document(session: Session, report: Report, now: dt.datetime) -> Docume
         )
         for b, p in pairs
     ]
-    return content.custom(info, org, template, entries)
+    return custom(info, org, template, entries)
 
 
 def _require_overlap(assessed: dict[str, Any], report: Report) -> None:
     start, end = assessed.get("start"), assessed.get("end")
     if not start or not end:
-        raise content.NoData("The building has no energy data.")
+        raise NoData("The building has no energy data.")
     s, e = dt.date.fromisoformat(str(start)), dt.date.fromisoformat(str(end))
     if e < report.period_start or s > report.period_end:
-        raise content.NoData(
+        raise NoData(
             f"The building's current 12-month assessment period ({s} to {e}) does not overlap "
             f"the requested period ({report.period_start} to {report.period_end})."
         )

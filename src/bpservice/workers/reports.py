@@ -22,7 +22,7 @@ from bpservice.db.session import Database
 from bpservice.domain.compliance import ComplianceError
 from bpservice.events import record_event
 from bpservice.reporting.catalogue import CONTENT_TYPES
-from bpservice.reporting.content import NoData
+from bpservice.reporting.content.blocks import NoData
 from bpservice.reporting.gather import build_document
 from bpservice.reporting.render import render
 
