@@ -22,10 +22,9 @@ from textual.screen import Screen
 
 from bpsync.config import ConfigError, Profile
 from bpsync.tui.connection import Connection
+from bpsync.tui.context import Clock
 from bpsync.tui.format import environment_badge
 from bpsync.tui.keymap import load_keymap
-
-Clock = Callable[[], dt.datetime]
 
 SECTIONS: dict[str, str] = {
     "portfolio": "Portfolio",
@@ -67,6 +66,8 @@ PROFILES_MODE = "profiles"
 
 
 class BPSyncApp(App[int]):
+    """The app. Its screens see it only through `context.AppContext`, never as this class."""
+
     CSS_PATH = "app.tcss"
     TITLE = "bpsync"
     BINDINGS = [

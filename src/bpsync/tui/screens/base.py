@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rich.text import Text
 from textual.binding import Binding
@@ -15,12 +15,12 @@ from textual.worker import Worker, WorkerState
 
 from bpsync.client import errors as E
 from bpsync.config import ConfigError
+from bpsync.tui.context import AppContext
 from bpsync.tui.format import describe
 from bpsync.tui.messages import ActionFailed
 
 if TYPE_CHECKING:
     from bpsync.client.service import AsyncServiceClient
-    from bpsync.tui.app import BPSyncApp
 
 T = TypeVar("T")
 ID_SHAPE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9]+$")  # prp_…, bld_…, mtr_…, rdg_…, rpt_…
@@ -51,8 +51,10 @@ class AppScreen(Screen[Any]):
     ]
 
     @property
-    def bpsync(self) -> BPSyncApp:
-        return self.app  # type: ignore[return-value]
+    def bpsync(self) -> AppContext:
+        """The running app, through the interface the screens need (never the app class itself:
+        importing it would close an import circle, issue 26)."""
+        return cast(AppContext, self.app)
 
     @property
     def client(self) -> AsyncServiceClient:
