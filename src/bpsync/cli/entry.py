@@ -4,7 +4,7 @@ no import cycle."""
 
 from __future__ import annotations
 
-from bpsync.cli import account, org, portfolio, results  # noqa: F401  (they register commands)
+from bpsync.cli import account, export, org, portfolio, results  # noqa: F401  (they register commands)
 from bpsync.cli.root import app
 from bpsync.commands import imports, watch
 
