@@ -128,23 +128,9 @@ class WizardProgress:
         )
 
 
-class ImportWizardScreen(AppScreen):
-    HELP_TITLE = "Import wizard"
-    HELP = (
-        "1 pick a file (CSV, XLSX or Green Button XML) · 2 pick the sheet and check the preview · "
-        "3 check which column feeds each field (a matching template is chosen, or a mapping is "
-        "suggested from the headers); change a field by highlighting it and choosing a column; "
-        "save the mapping as a template · 4 validate: every problem names its row and why · "
-        "5 plan (calls, batches, time under the rate limits), submit with live counts, and the "
-        "summary with the reject report's path. Imports are journaled: an interrupted one "
-        "resumes where it stopped."
-    )
-    BINDINGS = [
-        Binding("ctrl+right", "next", "Next", id="wizard.next"),
-        Binding("ctrl+left", "previous", "Back a step", id="wizard.previous"),
-        Binding("ctrl+s", "submit", "Submit", id="wizard.submit"),
-        Binding("ctrl+x", "stop", "Stop import", id="wizard.stop"),
-    ]
+class WizardState(AppScreen):
+    """The wizard's state and how it moves between steps; each step below adds its own handlers,
+    and `ImportWizardScreen` puts them together (so no class holds all five steps)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -154,55 +140,6 @@ class ImportWizardScreen(AppScreen):
         self.validated: Validated | None = None
         self.problems: list[Any] = []
         self.submitting = False
-
-    def compose(self) -> ComposeResult:
-        yield TopBar("Import")
-        yield Static("", id="wizard-steps")
-        with ContentSwitcher(initial="file", id="wizard-body"):
-            with Vertical(id="file"):
-                yield Label("Choose a file (enter opens it):")
-                yield ImportFiles(self.bpsync.import_dir, id="files")
-            with Vertical(id="preview"):
-                with Horizontal(classes="toolbar"):
-                    yield Label("Sheet")
-                    yield Select([], prompt="sheet", id="sheet", compact=True)
-                yield Static("", id="table-info")
-                yield PlainTable(id="preview-table", zebra_stripes=True)
-            with Vertical(id="mapping"):
-                with Horizontal(classes="toolbar"):
-                    yield Label("Template")
-                    yield Select([], prompt="template", id="template", compact=True)
-                    yield Label("Column")
-                    yield Select([], prompt="column for the field", id="column", compact=True)
-                yield Static("", id="mapping-info")
-                yield PlainTable(id="mapping-table", cursor_type="row")
-                with Horizontal(classes="toolbar"):
-                    yield Input(placeholder="template name", id="template-name", compact=True)
-                    yield Button("Save as template", id="save-template", compact=True)
-            with Vertical(id="validate"):
-                yield Static("", id="validation-summary")
-                yield PlainTable(id="problems", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="problem-detail")
-            with Vertical(id="plan"):
-                yield Static("", id="plan-info")
-                yield Button("Submit", id="submit", variant="primary", compact=True)
-                yield ProgressBar(id="submit-progress", show_eta=False)
-                yield Static("", id="submit-counts")
-                yield Static("", id="summary")
-        with Horizontal(classes="toolbar", id="wizard-buttons"):
-            yield Button("◀ Back", id="wiz-back", compact=True)
-            yield Button("Next ▶", id="wiz-next", variant="primary", compact=True)
-        yield Static("", id="note")
-        yield AppFooter()
-
-    def on_mount(self) -> None:
-        self.query_one("#mapping-table", DataTable).add_columns("Field", "Column", "Read as")
-        self.query_one("#problems", DataTable).add_columns(
-            "Row", "Column", "Value", "Problem", "Why", "Row as in the file"
-        )
-        self._show_step()
-
-    # --- steps -----------------------------------------------------------------------------------
 
     def _show_step(self) -> None:
         self.query_one(ContentSwitcher).current = self.step
@@ -218,115 +155,9 @@ class ImportWizardScreen(AppScreen):
         self.step = step
         self._show_step()
 
-    def action_next(self) -> None:
-        if self.step == "file":
-            self.inline("Choose a file first.")
-        elif self.step == "preview" and self.opened is not None:
-            self.go("mapping")
-        elif self.step == "mapping" and self.template is not None:
-            self.go("validate")
-            self.run_validation()
-        elif self.step == "validate" and self.validated is not None:
-            self.go("plan")
-            self._plan()
 
-    def action_previous(self) -> None:
-        if self.step != "file":
-            self.go(STEPS[STEPS.index(self.step) - 1])
-
-    def action_back(self) -> None:
-        self.action_previous()
-
-    @on(Button.Pressed, "#wiz-next")
-    def _next_pressed(self) -> None:
-        self.action_next()
-
-    @on(Button.Pressed, "#wiz-back")
-    def _back_pressed(self) -> None:
-        self.action_previous()
-
-    # --- 1 and 2: file, sheet, preview -----------------------------------------------------------
-
-    @on(DirectoryTree.FileSelected, "#files")
-    def _file(self, event: DirectoryTree.FileSelected) -> None:
-        self.open_file(Path(event.path), None)
-
-    @on(Select.Changed, "#sheet")
-    def _sheet(self, event: Select.Changed) -> None:
-        if self.opened and isinstance(event.value, str) and event.value != self.opened.table.sheet:
-            self.open_file(self.opened.path, event.value)
-
-    @work(thread=True, exclusive=True, group="wizard-open", exit_on_error=False)
-    def open_file(self, path: Path, sheet: str | None) -> None:
-        """Read the header and the first rows (a thread: spreadsheets are parsed synchronously)."""
-        try:
-            fmt = detect_format(path)
-            templates = list_templates([user_templates_dir()])
-            expected = set().union(*(t.expected_keys() for t in templates))
-            table = open_table(path, fmt=fmt, sheet=sheet, expected=expected)
-            sheets = [table.sheet, *table.other_sheets] if table.sheet else []
-            preview = []
-            for row in table.rows():
-                preview.append((row.number, tuple(cell_text(c) for c in row.cells)))
-                if len(preview) >= PREVIEW_ROWS:
-                    break
-            match = match_template(table.headers, templates, fmt=fmt)
-            if match is not None:
-                template, missing = match.template, ()
-            else:
-                suggestion = suggest_template(table.headers, templates=templates)
-                template, missing = suggestion.template, suggestion.missing
-        except (IngestError, OSError, ValueError) as exc:
-            self.app.call_from_thread(self.inline, f"{path.name}: {exc}")
-            return
-        opened = Opened(
-            path, table, sheets, preview, templates, template, match is not None, missing
-        )
-        self.post_message(WizardStep("opened", opened))
-
-    def on_wizard_step(self, message: WizardStep) -> None:
-        if message.step == "opened":
-            self._opened(message.payload)
-        elif message.step == "validated":
-            self._validated(message.payload)
-        elif message.step == "planned":
-            self._planned(message.payload)
-        elif message.step == "submitted":
-            self._submitted(message.payload)
-
-    def _opened(self, opened: Opened) -> None:
-        self.opened = opened
-        self.validated = None
-        table = opened.table
-        sheet = self.query_one("#sheet", Select)
-        with sheet.prevent(Select.Changed):
-            sheet.set_options([(s, s) for s in opened.sheets])
-            if table.sheet:
-                sheet.value = table.sheet
-        sheet.display = bool(opened.sheets)
-        self.query_one("#table-info", Static).update(Text(table.describe()))
-        preview = self.query_one("#preview-table", DataTable)
-        preview.clear(columns=True)
-        preview.add_columns("Row", *(h.text or f"({h.index + 1})" for h in table.headers))
-        width = len(table.headers)
-        for number, cells in opened.preview:
-            cells = (cells + ("",) * width)[:width]
-            preview.add_row(str(number), *cells)
-        names = [(t.name, t.name) for t in opened.templates]
-        if not opened.matched:
-            names.insert(0, (f"{opened.template.name} (suggested)", opened.template.name))
-        select = self.query_one("#template", Select)
-        with select.prevent(Select.Changed):
-            select.set_options(names)
-            select.value = opened.template.name
-        self.query_one("#column", Select).set_options(
-            [(h.text, h.text) for h in table.headers if h.text]
-        )
-        self.set_template(opened.template, opened.missing)
-        self.inline("")
-        self.go("preview")
-
-    # --- 3: mapping ------------------------------------------------------------------------------
+class MappingStep(WizardState):
+    """Step 3: which column feeds each field; edit it, save it as a template."""
 
     def set_template(self, template: Template, missing: tuple[str, ...] = ()) -> None:
         self.template = template
@@ -418,7 +249,83 @@ class ImportWizardScreen(AppScreen):
         self.inline(f"Saved template {template.name} to {path}.", error=False)
         self.notify(f"Template {template.name} saved.")
 
-    # --- 4: validation ---------------------------------------------------------------------------
+
+class FileStep(MappingStep):
+    """Steps 1 and 2: pick a file and a sheet, read the preview, choose a matching or suggested
+    template (shown by the mapping step)."""
+
+    @on(DirectoryTree.FileSelected, "#files")
+    def _file(self, event: DirectoryTree.FileSelected) -> None:
+        self.open_file(Path(event.path), None)
+
+    @on(Select.Changed, "#sheet")
+    def _sheet(self, event: Select.Changed) -> None:
+        if self.opened and isinstance(event.value, str) and event.value != self.opened.table.sheet:
+            self.open_file(self.opened.path, event.value)
+
+    @work(thread=True, exclusive=True, group="wizard-open", exit_on_error=False)
+    def open_file(self, path: Path, sheet: str | None) -> None:
+        """Read the header and the first rows (a thread: spreadsheets are parsed synchronously)."""
+        try:
+            fmt = detect_format(path)
+            templates = list_templates([user_templates_dir()])
+            expected = set().union(*(t.expected_keys() for t in templates))
+            table = open_table(path, fmt=fmt, sheet=sheet, expected=expected)
+            sheets = [table.sheet, *table.other_sheets] if table.sheet else []
+            preview = []
+            for row in table.rows():
+                preview.append((row.number, tuple(cell_text(c) for c in row.cells)))
+                if len(preview) >= PREVIEW_ROWS:
+                    break
+            match = match_template(table.headers, templates, fmt=fmt)
+            if match is not None:
+                template, missing = match.template, ()
+            else:
+                suggestion = suggest_template(table.headers, templates=templates)
+                template, missing = suggestion.template, suggestion.missing
+        except (IngestError, OSError, ValueError) as exc:
+            self.app.call_from_thread(self.inline, f"{path.name}: {exc}")
+            return
+        opened = Opened(
+            path, table, sheets, preview, templates, template, match is not None, missing
+        )
+        self.post_message(WizardStep("opened", opened))
+
+    def _opened(self, opened: Opened) -> None:
+        self.opened = opened
+        self.validated = None
+        table = opened.table
+        sheet = self.query_one("#sheet", Select)
+        with sheet.prevent(Select.Changed):
+            sheet.set_options([(s, s) for s in opened.sheets])
+            if table.sheet:
+                sheet.value = table.sheet
+        sheet.display = bool(opened.sheets)
+        self.query_one("#table-info", Static).update(Text(table.describe()))
+        preview = self.query_one("#preview-table", DataTable)
+        preview.clear(columns=True)
+        preview.add_columns("Row", *(h.text or f"({h.index + 1})" for h in table.headers))
+        width = len(table.headers)
+        for number, cells in opened.preview:
+            cells = (cells + ("",) * width)[:width]
+            preview.add_row(str(number), *cells)
+        names = [(t.name, t.name) for t in opened.templates]
+        if not opened.matched:
+            names.insert(0, (f"{opened.template.name} (suggested)", opened.template.name))
+        select = self.query_one("#template", Select)
+        with select.prevent(Select.Changed):
+            select.set_options(names)
+            select.value = opened.template.name
+        self.query_one("#column", Select).set_options(
+            [(h.text, h.text) for h in table.headers if h.text]
+        )
+        self.set_template(opened.template, opened.missing)
+        self.inline("")
+        self.go("preview")
+
+
+class ValidateStep(WizardState):
+    """Step 4: the engine's checks against the service's meters and stored readings."""
 
     @work(exclusive=True, group="wizard-validate", exit_on_error=False)
     async def run_validation(self) -> None:
@@ -506,7 +413,9 @@ class ImportWizardScreen(AppScreen):
             )
         )
 
-    # --- 5: plan and submit ----------------------------------------------------------------------
+
+class PlanStep(WizardState):
+    """Step 5: the plan (a dry run), the journaled submit with live counts, and the summary."""
 
     def options(self, dry_run: bool) -> ImportOptions:
         assert self.opened is not None and self.template is not None
@@ -644,3 +553,106 @@ class ImportWizardScreen(AppScreen):
         )
         if summary.status == "complete":
             self.notify(f"Imported {summary.accepted} reading(s).")
+
+
+class ImportWizardScreen(PlanStep, ValidateStep, FileStep):
+    HELP_TITLE = "Import wizard"
+    HELP = (
+        "1 pick a file (CSV, XLSX or Green Button XML) · 2 pick the sheet and check the preview · "
+        "3 check which column feeds each field (a matching template is chosen, or a mapping is "
+        "suggested from the headers); change a field by highlighting it and choosing a column; "
+        "save the mapping as a template · 4 validate: every problem names its row and why · "
+        "5 plan (calls, batches, time under the rate limits), submit with live counts, and the "
+        "summary with the reject report's path. Imports are journaled: an interrupted one "
+        "resumes where it stopped."
+    )
+    BINDINGS = [
+        Binding("ctrl+right", "next", "Next", id="wizard.next"),
+        Binding("ctrl+left", "previous", "Back a step", id="wizard.previous"),
+        Binding("ctrl+s", "submit", "Submit", id="wizard.submit"),
+        Binding("ctrl+x", "stop", "Stop import", id="wizard.stop"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield TopBar("Import")
+        yield Static("", id="wizard-steps")
+        with ContentSwitcher(initial="file", id="wizard-body"):
+            with Vertical(id="file"):
+                yield Label("Choose a file (enter opens it):")
+                yield ImportFiles(self.bpsync.import_dir, id="files")
+            with Vertical(id="preview"):
+                with Horizontal(classes="toolbar"):
+                    yield Label("Sheet")
+                    yield Select([], prompt="sheet", id="sheet", compact=True)
+                yield Static("", id="table-info")
+                yield PlainTable(id="preview-table", zebra_stripes=True)
+            with Vertical(id="mapping"):
+                with Horizontal(classes="toolbar"):
+                    yield Label("Template")
+                    yield Select([], prompt="template", id="template", compact=True)
+                    yield Label("Column")
+                    yield Select([], prompt="column for the field", id="column", compact=True)
+                yield Static("", id="mapping-info")
+                yield PlainTable(id="mapping-table", cursor_type="row")
+                with Horizontal(classes="toolbar"):
+                    yield Input(placeholder="template name", id="template-name", compact=True)
+                    yield Button("Save as template", id="save-template", compact=True)
+            with Vertical(id="validate"):
+                yield Static("", id="validation-summary")
+                yield PlainTable(id="problems", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="problem-detail")
+            with Vertical(id="plan"):
+                yield Static("", id="plan-info")
+                yield Button("Submit", id="submit", variant="primary", compact=True)
+                yield ProgressBar(id="submit-progress", show_eta=False)
+                yield Static("", id="submit-counts")
+                yield Static("", id="summary")
+        with Horizontal(classes="toolbar", id="wizard-buttons"):
+            yield Button("◀ Back", id="wiz-back", compact=True)
+            yield Button("Next ▶", id="wiz-next", variant="primary", compact=True)
+        yield Static("", id="note")
+        yield AppFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#mapping-table", DataTable).add_columns("Field", "Column", "Read as")
+        self.query_one("#problems", DataTable).add_columns(
+            "Row", "Column", "Value", "Problem", "Why", "Row as in the file"
+        )
+        self._show_step()
+
+    def action_next(self) -> None:
+        if self.step == "file":
+            self.inline("Choose a file first.")
+        elif self.step == "preview" and self.opened is not None:
+            self.go("mapping")
+        elif self.step == "mapping" and self.template is not None:
+            self.go("validate")
+            self.run_validation()
+        elif self.step == "validate" and self.validated is not None:
+            self.go("plan")
+            self._plan()
+
+    def action_previous(self) -> None:
+        if self.step != "file":
+            self.go(STEPS[STEPS.index(self.step) - 1])
+
+    def action_back(self) -> None:
+        self.action_previous()
+
+    @on(Button.Pressed, "#wiz-next")
+    def _next_pressed(self) -> None:
+        self.action_next()
+
+    @on(Button.Pressed, "#wiz-back")
+    def _back_pressed(self) -> None:
+        self.action_previous()
+
+    def on_wizard_step(self, message: WizardStep) -> None:
+        if message.step == "opened":
+            self._opened(message.payload)
+        elif message.step == "validated":
+            self._validated(message.payload)
+        elif message.step == "planned":
+            self._planned(message.payload)
+        elif message.step == "submitted":
+            self._submitted(message.payload)
