@@ -50,96 +50,83 @@ def status_text(report: Report, now: dt.datetime) -> tuple[Text, str]:
     return Text("failed", style="bold red"), report.reason_code or DASH
 
 
-class ReportsScreen(AppScreen):
-    HELP_TITLE = "Reports"
-    HELP = (
-        "Choose a type and a format it allows, the reporting period, and a building (building "
-        "reports) or filters (organisation reports), then Generate. The list shows every report, "
-        "newest first, with live status. Highlight a complete report and press d to download it "
-        "into the folder shown; an expired download link is renewed automatically."
+def report_cells(report: Report, now: dt.datetime) -> tuple[Any, ...]:
+    """The report's row in the list (COLUMNS)."""
+    status, took = status_text(report, now)
+    return (
+        moment(report.created_at),
+        report.type,
+        report.format,
+        status,
+        took,
+        size(report.file_size_bytes),
     )
-    BINDINGS = [
-        Binding("ctrl+g", "generate", "Generate", id="reports.generate"),
-        Binding("d", "download", "Download", id="reports.download"),
-        Binding("r", "reload", "Reload", id="reports.reload"),
-    ]
 
-    def __init__(self, building_id: str | None = None) -> None:
-        super().__init__()
-        self.building_id = building_id
+
+def detail_text(report: Report, now: dt.datetime) -> Text:
+    """The highlighted report in full under the list: id, type, period, scope, status, link."""
+    status, took = status_text(report, now)
+    what = report.building_id or ", ".join(f"{k}={v}" for k, v in (report.filters or {}).items())
+    period = report.reporting_period
+    span = f"{period.start} → {period.end}" if period else DASH
+    expires = (
+        f" · link valid until {moment(report.download_expires_at)}"
+        if report.download_expires_at
+        else ""
+    )
+    return Text.assemble(
+        (report.id, "bold"),
+        f" · {report.type} {report.format} · {span}",
+        f" · {what or 'all buildings'} · ",
+        status,
+        f" {took}{expires}",
+    )
+
+
+class ReportForm(Vertical):
+    """The request form: type and format, period, a building (building reports) or filters and a
+    template (organisation reports), and the folder to save into."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.types: dict[str, ReportType] = {}
-        self.templates: list[ReportTemplate] = []
-        self.reports: dict[str, Report] = {}
-        self.watching: set[str] = set()
 
     def compose(self) -> ComposeResult:
-        yield TopBar("Reports")
-        with Vertical(id="report-form"):
-            with Horizontal(classes="form-row"):
-                yield Label("Type", classes="form-label")
-                yield Select([], prompt="report type", id="r-type", compact=True)
-                yield Label("Format", classes="form-label")
-                yield Select([], prompt="format", id="r-format", compact=True)
-            with Horizontal(classes="form-row"):
-                yield Label("Period", classes="form-label")
-                yield Input(placeholder="YYYY-MM-DD", id="r-start", compact=True)
-                yield Label("to", classes="form-label-short")
-                yield Input(placeholder="YYYY-MM-DD", id="r-end", compact=True)
-            with Horizontal(classes="form-row", id="row-building"):
-                yield Label("Building", classes="form-label")
-                yield Input(placeholder="bld_…", id="r-building", compact=True)
-            with Horizontal(classes="form-row", id="row-filters"):
-                yield Label("Filters", classes="form-label")
-                yield Select(
-                    [(t, t) for t in PROPERTY_TYPES], prompt="any use", id="r-ftype", compact=True
-                )
-                yield CountryInput(id="r-fcountry")
-                yield Select([], prompt="template", id="r-template", compact=True)
-            with Horizontal(classes="form-row"):
-                yield Label("Save to", classes="form-label")
-                yield Input(id="r-folder", compact=True)
-                yield Button("Generate", id="r-generate", variant="primary", compact=True)
-        yield PlainTable(id="reports", cursor_type="row", zebra_stripes=True)
-        with Horizontal(id="download-row"):
-            yield Static("", id="report-detail")
-            yield ProgressBar(id="download", show_eta=False)
-        yield Static("", id="note")
-        yield AppFooter()
+        with Horizontal(classes="form-row"):
+            yield Label("Type", classes="form-label")
+            yield Select([], prompt="report type", id="r-type", compact=True)
+            yield Label("Format", classes="form-label")
+            yield Select([], prompt="format", id="r-format", compact=True)
+        with Horizontal(classes="form-row"):
+            yield Label("Period", classes="form-label")
+            yield Input(placeholder="YYYY-MM-DD", id="r-start", compact=True)
+            yield Label("to", classes="form-label-short")
+            yield Input(placeholder="YYYY-MM-DD", id="r-end", compact=True)
+        with Horizontal(classes="form-row", id="row-building"):
+            yield Label("Building", classes="form-label")
+            yield Input(placeholder="bld_…", id="r-building", compact=True)
+        with Horizontal(classes="form-row", id="row-filters"):
+            yield Label("Filters", classes="form-label")
+            yield Select(
+                [(t, t) for t in PROPERTY_TYPES], prompt="any use", id="r-ftype", compact=True
+            )
+            yield CountryInput(id="r-fcountry")
+            yield Select([], prompt="template", id="r-template", compact=True)
+        with Horizontal(classes="form-row"):
+            yield Label("Save to", classes="form-label")
+            yield Input(id="r-folder", compact=True)
+            yield Button("Generate", id="r-generate", variant="primary", compact=True)
 
-    def on_mount(self) -> None:
-        start, end = default_period(self.bpsync.clock().date())
-        self.query_one("#r-start", Input).value = start.isoformat()
-        self.query_one("#r-end", Input).value = end.isoformat()
-        self.query_one("#r-folder", Input).value = str(self.bpsync.download_dir)
-        if self.building_id:
-            self.query_one("#r-building", Input).value = self.building_id
-        self.query_one("#reports", DataTable).add_columns(*COLUMNS)
-        self.query_one("#download", ProgressBar).display = False
-        self.set_interval(1.0, self._tick)
-        self.load_catalogue()
-        self.load_list()
-
-    # --- catalogue and form ----------------------------------------------------------------------
-
-    @work(exclusive=True, group="catalogue", exit_on_error=False)
-    async def load_catalogue(self) -> None:
-        types = await self.guarded("Report types", self.client.reports.types())
-        if types is None:
-            return
-        templates = await self.guarded("Templates", self.client.reports.templates().to_list())
-        self.post_message(ReportCatalogue(types, templates or []))
-
-    def on_report_catalogue(self, message: ReportCatalogue) -> None:
-        self.types = {t.type: t for t in message.types}
-        self.templates = message.templates
+    def show_catalogue(
+        self, types: dict[str, ReportType], templates: list[ReportTemplate], wanted: str
+    ) -> None:
+        """Offer the service's report types (`wanted` first chosen) and saved templates."""
+        self.types = types
         select = self.query_one("#r-type", Select)
-        select.set_options([(f"{t.type} ({t.scope})", t.type) for t in message.types])
-        wanted = "benchmark_certificate" if self.building_id else "portfolio_summary"
+        select.set_options([(f"{t.type} ({t.scope})", t.type) for t in types.values()])
         if wanted in self.types:
             select.value = wanted
-        self.query_one("#r-template", Select).set_options(
-            [(t.name, t.id) for t in message.templates]
-        )
+        self.query_one("#r-template", Select).set_options([(t.name, t.id) for t in templates])
         self._scope_rows()
 
     @on(Select.Changed, "#r-type")
@@ -207,17 +194,80 @@ class ReportsScreen(AppScreen):
                 body["template_id"] = template
         return body
 
-    def folder(self) -> Path:
+    def folder(self, default: Path) -> Path:
+        """The folder typed in the form, else `default`."""
         text = self.query_one("#r-folder", Input).value.strip()
-        folder = Path(text).expanduser() if text else self.bpsync.download_dir
+        folder = Path(text).expanduser() if text else default
         return folder
+
+
+class ReportsScreen(AppScreen):
+    HELP_TITLE = "Reports"
+    HELP = (
+        "Choose a type and a format it allows, the reporting period, and a building (building "
+        "reports) or filters (organisation reports), then Generate. The list shows every report, "
+        "newest first, with live status. Highlight a complete report and press d to download it "
+        "into the folder shown; an expired download link is renewed automatically."
+    )
+    BINDINGS = [
+        Binding("ctrl+g", "generate", "Generate", id="reports.generate"),
+        Binding("d", "download", "Download", id="reports.download"),
+        Binding("r", "reload", "Reload", id="reports.reload"),
+    ]
+
+    def __init__(self, building_id: str | None = None) -> None:
+        super().__init__()
+        self.building_id = building_id
+        self.types: dict[str, ReportType] = {}
+        self.templates: list[ReportTemplate] = []
+        self.reports: dict[str, Report] = {}
+        self.watching: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        yield TopBar("Reports")
+        yield ReportForm(id="report-form")
+        yield PlainTable(id="reports", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="download-row"):
+            yield Static("", id="report-detail")
+            yield ProgressBar(id="download", show_eta=False)
+        yield Static("", id="note")
+        yield AppFooter()
+
+    def on_mount(self) -> None:
+        start, end = default_period(self.bpsync.clock().date())
+        self.query_one("#r-start", Input).value = start.isoformat()
+        self.query_one("#r-end", Input).value = end.isoformat()
+        self.query_one("#r-folder", Input).value = str(self.bpsync.download_dir)
+        if self.building_id:
+            self.query_one("#r-building", Input).value = self.building_id
+        self.query_one("#reports", DataTable).add_columns(*COLUMNS)
+        self.query_one("#download", ProgressBar).display = False
+        self.set_interval(1.0, self._tick)
+        self.load_catalogue()
+        self.load_list()
+
+    # --- catalogue and form ----------------------------------------------------------------------
+
+    @work(exclusive=True, group="catalogue", exit_on_error=False)
+    async def load_catalogue(self) -> None:
+        types = await self.guarded("Report types", self.client.reports.types())
+        if types is None:
+            return
+        templates = await self.guarded("Templates", self.client.reports.templates().to_list())
+        self.post_message(ReportCatalogue(types, templates or []))
+
+    def on_report_catalogue(self, message: ReportCatalogue) -> None:
+        self.types = {t.type: t for t in message.types}
+        self.templates = message.templates
+        wanted = "benchmark_certificate" if self.building_id else "portfolio_summary"
+        self.query_one(ReportForm).show_catalogue(self.types, self.templates, wanted)
 
     # --- generating and watching -----------------------------------------------------------------
 
     @on(Button.Pressed, "#r-generate")
     def action_generate(self) -> None:
         try:
-            body = self.request_body()
+            body = self.query_one(ReportForm).request_body()
         except ValueError as exc:
             self.inline(str(exc))
             return
@@ -298,15 +348,7 @@ class ReportsScreen(AppScreen):
         self._detail()
 
     def _cells(self, report: Report) -> tuple[Any, ...]:
-        status, took = status_text(report, self.bpsync.clock())
-        return (
-            moment(report.created_at),
-            report.type,
-            report.format,
-            status,
-            took,
-            size(report.file_size_bytes),
-        )
+        return report_cells(report, self.bpsync.clock())
 
     def _add_rows(self, reports: list[Report], top: bool = False) -> None:
         table = self.query_one("#reports", DataTable)
@@ -347,26 +389,7 @@ class ReportsScreen(AppScreen):
         if report is None:
             detail.update("No reports yet.")
             return
-        status, took = status_text(report, self.bpsync.clock())
-        what = report.building_id or ", ".join(
-            f"{k}={v}" for k, v in (report.filters or {}).items()
-        )
-        period = report.reporting_period
-        span = f"{period.start} → {period.end}" if period else DASH
-        expires = (
-            f" · link valid until {moment(report.download_expires_at)}"
-            if report.download_expires_at
-            else ""
-        )
-        detail.update(
-            Text.assemble(
-                (report.id, "bold"),
-                f" · {report.type} {report.format} · {span}",
-                f" · {what or 'all buildings'} · ",
-                status,
-                f" {took}{expires}",
-            )
-        )
+        detail.update(detail_text(report, self.bpsync.clock()))
 
     # --- download --------------------------------------------------------------------------------
 
@@ -378,7 +401,7 @@ class ReportsScreen(AppScreen):
         if report.status != ReportStatus.COMPLETE:
             self.inline(f"Report {report.id} is {report.status.value}: nothing to download yet.")
             return
-        folder = self.folder()
+        folder = self.query_one(ReportForm).folder(self.bpsync.download_dir)
         if not folder.is_dir():
             self.inline(f"{folder} is not a folder: create it or choose another.")
             return
