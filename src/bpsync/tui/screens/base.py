@@ -20,6 +20,8 @@ from bpsync.tui.format import describe
 from bpsync.tui.messages import ActionFailed
 
 if TYPE_CHECKING:
+    from textual.widgets import DataTable
+
     from bpsync.client.service import AsyncServiceClient
 
 T = TypeVar("T")
@@ -34,6 +36,16 @@ EXPECTED: tuple[type[BaseException], ...] = (
     OSError,
     TimeoutError,
 )
+
+
+def near_end(table: DataTable[Any], rows: int) -> bool:
+    """Whether a table fetched a page at a time wants the next page: its cursor or its scroll
+    position is within `rows` of the end, or its rows do not fill it yet."""
+    return (
+        table.cursor_row >= table.row_count - rows
+        or table.scroll_y >= table.max_scroll_y - rows
+        or table.row_count < table.size.height
+    )
 
 
 def failure(action: str, exc: BaseException) -> ActionFailed:

@@ -5,6 +5,7 @@ marked from the building's lock), and reading deletion with confirmation."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 from rich.text import Text
 from textual import on, work
@@ -22,13 +23,52 @@ from bpsync.tui.messages import (
     ReadingDeleted,
     ReadingsPage,
 )
-from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure
+from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure, near_end
 from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable, fields_table, right
 from bpsync.tui.widgets.topbar import TopBar
 
 READING_COLUMNS = ("Start", "End", right("Consumption"), "Unit", right("Cost"), "Flags", "Lock")
 READINGS_PAGE = 50
+
+
+def building_fields(b: Building, locked_through: dt.date | None) -> list[tuple[str, str]]:
+    """The building's fields as (label, value) rows, the lock among them."""
+    return [
+        ("Primary use", b.primary_use_type),
+        ("GFA", f"{number(b.gfa_m2)} m² ({number(b.gfa_sqft)} ft²)"),
+        ("Built", str(b.year_built)),
+        ("Floors", str(b.floors)),
+        ("Occupancy", f"{number(b.occupancy_pct)} %" if b.occupancy_pct is not None else DASH),
+        (
+            "Hours/week",
+            number(b.operating_hours_week) if b.operating_hours_week is not None else DASH,
+        ),
+        ("NLA", f"{number(b.nla_m2)} m²" if b.nla_m2 is not None else DASH),
+        ("Data quality", b.data_quality_grade.value),
+        ("Lock", f"through {day(locked_through)}" if locked_through else "none"),
+        ("Id", b.id),
+    ]
+
+
+def use_types_text(b: Building) -> str:
+    """The use types and their areas, with whether they add up to the GFA (markup: bold sum)."""
+    if not b.use_types:
+        return f"Use types: {b.primary_use_type} (no breakdown)"
+    parts = " + ".join(f"{u.type} {number(u.gfa_m2)}" for u in b.use_types)
+    total = gfa_sum(b.use_types)
+    check = "= GFA" if abs(total - b.gfa_m2) < 0.01 else f"≠ GFA {number(b.gfa_m2)}"
+    return f"Use types: {parts} = [b]{number(total)} m²[/b] {check}"
+
+
+def readings_title(
+    meter: Meter | None, shown: Collection[Reading], total: int, locked_through: dt.date | None
+) -> Text:
+    """Above the readings: whose they are, how many of how many are shown, how many locked."""
+    name = (meter.name or meter.type.value) if meter else ""
+    locked = sum(1 for r in shown if is_locked(r, locked_through))
+    lock = f" · {locked} locked" if locked else ""
+    return Text(f"Readings of {name}, newest first: {len(shown)} of {total}{lock}")
 
 
 class PropertyScreen(AppScreen):
@@ -188,23 +228,9 @@ class BuildingScreen(AppScreen):
         b = self.building = message.building
         self.locked_through = message.locked_through
         self.query_one(TopBar).title = f"Building · {b.name}"
-        rows = [
-            ("Primary use", b.primary_use_type),
-            ("GFA", f"{number(b.gfa_m2)} m² ({number(b.gfa_sqft)} ft²)"),
-            ("Built", str(b.year_built)),
-            ("Floors", str(b.floors)),
-            ("Occupancy", f"{number(b.occupancy_pct)} %" if b.occupancy_pct is not None else DASH),
-            (
-                "Hours/week",
-                number(b.operating_hours_week) if b.operating_hours_week is not None else DASH,
-            ),
-            ("NLA", f"{number(b.nla_m2)} m²" if b.nla_m2 is not None else DASH),
-            ("Data quality", b.data_quality_grade.value),
-            ("Lock", f"through {day(self.locked_through)}" if self.locked_through else "none"),
-            ("Id", b.id),
-        ]
-        self.query_one("#building-fields", Static).update(fields_table(rows))
-        self.query_one("#use-types", Static).update(self._use_types(b))
+        fields = building_fields(b, self.locked_through)
+        self.query_one("#building-fields", Static).update(fields_table(fields))
+        self.query_one("#use-types", Static).update(use_types_text(b))
         table = self.query_one("#meters", DataTable)
         table.clear()
         self.meters = {m.id: m for m in message.meters}
@@ -222,15 +248,6 @@ class BuildingScreen(AppScreen):
             self.show_meter(message.meters[0].id)
         else:
             self.query_one("#readings-title", Static).update("No meters yet.")
-
-    @staticmethod
-    def _use_types(b: Building) -> str:
-        if not b.use_types:
-            return f"Use types: {b.primary_use_type} (no breakdown)"
-        parts = " + ".join(f"{u.type} {number(u.gfa_m2)}" for u in b.use_types)
-        total = gfa_sum(b.use_types)
-        check = "= GFA" if abs(total - b.gfa_m2) < 0.01 else f"≠ GFA {number(b.gfa_m2)}"
-        return f"Use types: {parts} = [b]{number(total)} m²[/b] {check}"
 
     # --- readings --------------------------------------------------------------------------------
 
@@ -286,23 +303,13 @@ class BuildingScreen(AppScreen):
 
     def _readings_title(self) -> None:
         meter = self.meters.get(self.meter_id or "")
-        name = (meter.name or meter.type.value) if meter else ""
-        locked = sum(1 for r in self.readings.values() if is_locked(r, self.locked_through))
-        lock = f" · {locked} locked" if locked else ""
-        self.query_one("#readings-title", Static).update(
-            Text(
-                f"Readings of {name}, newest first: {len(self.readings)} of "
-                f"{self.readings_total}{lock}"
-            )
+        title = readings_title(
+            meter, self.readings.values(), self.readings_total, self.locked_through
         )
+        self.query_one("#readings-title", Static).update(title)
 
     def _maybe_more(self) -> None:
-        table = self.query_one("#readings", DataTable)
-        if (
-            table.cursor_row >= table.row_count - 5
-            or table.scroll_y >= table.max_scroll_y - 5
-            or table.row_count < table.size.height
-        ):
+        if near_end(self.query_one("#readings", DataTable), 5):
             self.load_readings()
 
     @on(DataTable.RowHighlighted, "#readings")

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input, Select, Static
 from bpsync.client.models import Property
 from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, property_row
 from bpsync.tui.messages import ArchiveDone, PropertiesPage
-from bpsync.tui.screens.base import AppScreen, ConfirmScreen
+from bpsync.tui.screens.base import AppScreen, ConfirmScreen, near_end
 from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable, right
@@ -25,6 +25,54 @@ COLUMNS = ("Name", "Type", "City", "Country", right("Bldgs"), right("GFA m²"), 
 # Start fetching the next page when the cursor or the scroll position is this close to the end.
 PREFETCH_ROWS = 10
 SEARCH_PAGE_SIZE = 200  # a search scans every page; the biggest pages cost the fewest requests
+ARCHIVING = (
+    "It leaves the active dashboards and portfolio benchmarks; its history is kept. "
+    "Archiving cannot be undone here."
+)
+
+
+def status_line(shown: int, total: int | None, term: str, scanned: int, loading: bool) -> str:
+    """Under the table: how many rows of how many (None: not known yet), or how many matches of
+    how many scanned, and whether more are loading."""
+    if term:
+        text = f"{shown} match(es) for “{term}”"
+        if total:
+            text += f" · scanned {scanned or shown} of {total}"
+    else:
+        text = f"{shown} of {total} properties" if total is not None else ""
+    if loading:
+        text += " · loading…"
+    return text
+
+
+class PortfolioFilters(Horizontal):
+    """The search, the service's filters (use type, country) and the sort, above the table."""
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="/ search", id="search", compact=True)
+        yield Select([(t, t) for t in PROPERTY_TYPES], prompt="any type", id="type", compact=True)
+        yield CountryInput(id="country")
+        yield Select(list(SORTS), value="name", allow_blank=False, id="sort", compact=True)
+
+    def query_params(self) -> dict[str, Any]:
+        """The filters and sort as the service's query parameters."""
+        type_ = self.query_one("#type", Select).value
+        return {
+            "type": type_ if isinstance(type_, str) else None,
+            # half a code is no filter: never sent (the service would answer 422)
+            "country": self.query_one("#country", CountryInput).code,
+            "sort": self.query_one("#sort", Select).value,
+        }
+
+    @property
+    def search_term(self) -> str:
+        return self.query_one("#search", Input).value.strip()
+
+    def next_sort(self) -> None:
+        select = self.query_one("#sort", Select)
+        values = [value for _, value in SORTS]
+        current = values.index(str(select.value)) if select.value in values else -1
+        select.value = values[(current + 1) % len(values)]
 
 
 class PortfolioScreen(AppScreen):
@@ -57,13 +105,7 @@ class PortfolioScreen(AppScreen):
 
     def compose(self) -> ComposeResult:
         yield TopBar("Portfolio")
-        with Horizontal(id="filters", classes="toolbar"):
-            yield Input(placeholder="/ search", id="search", compact=True)
-            yield Select(
-                [(t, t) for t in PROPERTY_TYPES], prompt="any type", id="type", compact=True
-            )
-            yield CountryInput(id="country")
-            yield Select(list(SORTS), value="name", allow_blank=False, id="sort", compact=True)
+        yield PortfolioFilters(id="filters", classes="toolbar")
         yield PlainTable(id="properties", cursor_type="row", zebra_stripes=True)
         yield Static("", id="status", classes="statusline")
         yield Static("", id="note")
@@ -79,17 +121,11 @@ class PortfolioScreen(AppScreen):
     # --- the query -------------------------------------------------------------------------------
 
     def query_params(self) -> dict[str, Any]:
-        type_ = self.query_one("#type", Select).value
-        return {
-            "type": type_ if isinstance(type_, str) else None,
-            # half a code is no filter: never sent (the service would answer 422)
-            "country": self.query_one("#country", CountryInput).code,
-            "sort": self.query_one("#sort", Select).value,
-        }
+        return self.query_one(PortfolioFilters).query_params()
 
     @property
     def search_term(self) -> str:
-        return self.query_one("#search", Input).value.strip()
+        return self.query_one(PortfolioFilters).search_term
 
     def reload(self) -> None:
         """Start the list again from page 1 (filters, sort or search changed)."""
@@ -173,25 +209,14 @@ class PortfolioScreen(AppScreen):
             self.call_after_refresh(self._maybe_more)
 
     def _status(self, scanned: int = 0) -> None:
-        shown = len(self.rows)
-        if self.search_term:
-            text = f"{shown} match(es) for “{self.search_term}”"
-            if self.total:
-                text += f" · scanned {scanned or shown} of {self.total}"
-        else:
-            text = f"{shown} of {self.total} properties" if self.total_pages is not None else ""
-        if self.loading:
-            text += " · loading…"
+        total = self.total if self.total_pages is not None else None  # None: no page yet
+        text = status_line(len(self.rows), total, self.search_term, scanned, self.loading)
         self.query_one("#status", Static).update(Text(text))
 
     # --- loading more as the table scrolls -------------------------------------------------------
 
     def _maybe_more(self) -> None:
-        table = self.query_one("#properties", DataTable)
-        near_cursor = table.cursor_row >= table.row_count - PREFETCH_ROWS
-        near_bottom = table.scroll_y >= table.max_scroll_y - PREFETCH_ROWS
-        visible_unfilled = table.row_count < table.size.height
-        if near_cursor or near_bottom or visible_unfilled:
+        if near_end(self.query_one("#properties", DataTable), PREFETCH_ROWS):
             self.load_more()
 
     def _scrolled(self, _: float) -> None:
@@ -247,10 +272,7 @@ class PortfolioScreen(AppScreen):
         self.query_one("#type", Select).focus()
 
     def action_next_sort(self) -> None:
-        select = self.query_one("#sort", Select)
-        values = [value for _, value in SORTS]
-        current = values.index(str(select.value)) if select.value in values else -1
-        select.value = values[(current + 1) % len(values)]
+        self.query_one(PortfolioFilters).next_sort()
 
     def action_reload(self) -> None:
         self.reload()
@@ -279,14 +301,7 @@ class PortfolioScreen(AppScreen):
             if yes:
                 self.archive(prop.id)
 
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Archive {prop.name}?",
-                "It leaves the active dashboards and portfolio benchmarks; its history is kept. "
-                "Archiving cannot be undone here.",
-            ),
-            answered,
-        )
+        self.app.push_screen(ConfirmScreen(f"Archive {prop.name}?", ARCHIVING), answered)
 
     @work(exclusive=True, group="archive", exit_on_error=False)
     async def archive(self, property_id: str) -> None:

@@ -62,6 +62,44 @@ class OAuthWaitScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def profile_summary(profile: Profile) -> Text:
+    """The chosen profile in one line: name, service, sign-in method and where secrets live."""
+    method = "OAuth user" if profile.auth_method == "oauth" else "API key"
+    store = "INSECURE file" if profile.secret_store == "file" else profile.secret_store
+    return Text.assemble(
+        (profile.name, "bold"), f" · {profile.base_url} · {method} · secrets: {store}"
+    )
+
+
+class SignInForms(Vertical):
+    """The chosen profile, and the two ways to give it credentials: an API key, or OAuth in the
+    browser (the screen handles their buttons)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="profile-info")
+        with TabbedContent(id="methods"):
+            with TabPane("API key", id="tab-key"):
+                yield Label("Service URL")
+                yield Input(id="base-url", compact=True)
+                yield Label("API key (svc_test_… sandbox, svc_live_… production)")
+                yield Input(password=True, id="api-key", compact=True)
+                yield Button("Save key and connect", id="save-key", compact=True)
+            with TabPane("OAuth (browser)", id="tab-oauth"):
+                yield Label("Client id")
+                yield Input(id="client-id", compact=True)
+                yield Label("Client secret (kept in the secret store)")
+                yield Input(password=True, id="client-secret", compact=True)
+                yield Button("Sign in with the browser", id="oauth", compact=True)
+        # Only where there is no OS keyring: the explicit, warned opt-in (never implied).
+        yield Checkbox(
+            "Keep the secret in an unencrypted file (0600) because this machine has no "
+            "OS keyring: anyone who can read your files can use it",
+            id="file-store",
+            compact=True,
+        )
+        yield Static("", id="note")
+
+
 class SignInScreen(AppScreen):
     HELP_TITLE = "Sign in"
     HELP = (
@@ -97,29 +135,7 @@ class SignInScreen(AppScreen):
                 yield OptionList(id="profiles")
                 yield Input(placeholder="new profile name", id="new-profile", compact=True)
                 yield Button("Connect", id="connect", variant="primary", compact=True)
-            with Vertical(id="signin-forms"):
-                yield Static("", id="profile-info")
-                with TabbedContent(id="methods"):
-                    with TabPane("API key", id="tab-key"):
-                        yield Label("Service URL")
-                        yield Input(id="base-url", compact=True)
-                        yield Label("API key (svc_test_… sandbox, svc_live_… production)")
-                        yield Input(password=True, id="api-key", compact=True)
-                        yield Button("Save key and connect", id="save-key", compact=True)
-                    with TabPane("OAuth (browser)", id="tab-oauth"):
-                        yield Label("Client id")
-                        yield Input(id="client-id", compact=True)
-                        yield Label("Client secret (kept in the secret store)")
-                        yield Input(password=True, id="client-secret", compact=True)
-                        yield Button("Sign in with the browser", id="oauth", compact=True)
-                # Only where there is no OS keyring: the explicit, warned opt-in (never implied).
-                yield Checkbox(
-                    "Keep the secret in an unencrypted file (0600) because this machine has no "
-                    "OS keyring: anyone who can read your files can use it",
-                    id="file-store",
-                    compact=True,
-                )
-                yield Static("", id="note")
+            yield SignInForms(id="signin-forms")
         yield AppFooter()
 
     def on_mount(self) -> None:
@@ -170,13 +186,7 @@ class SignInScreen(AppScreen):
 
     def _select(self, profile: Profile) -> None:
         self.selected = profile
-        method = "OAuth user" if profile.auth_method == "oauth" else "API key"
-        store = "INSECURE file" if profile.secret_store == "file" else profile.secret_store
-        self.query_one("#profile-info", Static).update(
-            Text.assemble(
-                (profile.name, "bold"), f" · {profile.base_url} · {method} · secrets: {store}"
-            )
-        )
+        self.query_one("#profile-info", Static).update(profile_summary(profile))
         self.query_one("#base-url", Input).value = profile.base_url
         self.query_one("#client-id", Input).value = profile.client_id
         if profile.auth_method == "oauth":
