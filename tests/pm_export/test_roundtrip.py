@@ -202,7 +202,7 @@ def test_workbook_cells(trip):  # type: ignore[no-untyped-def]
         5227,
         "King Elementary",
         "water ccf",
-        "Municipally Supplied Potable Water - Mixed Indoor/Outdoor",
+        "Municipally Supplied Potable Water - All",
         dt.datetime(2024, 1, 1),
         dt.datetime(2024, 1, 31),
         round(1000 + 97.13 * i + 3.0007, 4),

@@ -611,7 +611,7 @@ KINDS: dict[str, PmKind] = {
     "lpg": PmKind(NON_ELECTRIC, "Propane", CREATE_ENERGY, "Propane", "PROPANEUnits"),
     "water": PmKind(
         WATER,
-        "Municipally Supplied Potable Water - Mixed Indoor/Outdoor",
+        "Municipally Supplied Potable Water - All",
         CREATE_WATER,
         "Potable: Mixed Indoor/Outdoor",
         "WaterUnits",
