@@ -6,6 +6,7 @@ in `bpsync.pm_export`, imported when a command runs (it loads openpyxl)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +19,10 @@ from bpsync.cli.output import stdout as out_console
 from bpsync.cli.root import app
 
 if TYPE_CHECKING:
+    from bpsync.client.service import AsyncServiceClient
     from bpsync.pm_export.export import Outcome, Scope
+
+Action = Callable[["AsyncServiceClient", str], Awaitable["Outcome"]]
 
 export_app = typer.Typer(
     help="Write Portfolio Manager upload workbooks from the service's data.", no_args_is_help=True
@@ -42,7 +46,9 @@ DryRunOpt = Annotated[
 ]
 
 
-def _scope(properties: list[str] | None, buildings: list[str] | None, meters: list[str] | None):  # type: ignore[no-untyped-def]
+def _scope(
+    properties: list[str] | None, buildings: list[str] | None, meters: list[str] | None
+) -> Scope:
     from bpsync.pm_export.export import Scope
 
     return Scope(tuple(properties or ()), tuple(buildings or ()), tuple(meters or ()))
@@ -59,13 +65,13 @@ def _output(path: Path | None, default: str, force: bool, dry_run: bool, as_json
     return target
 
 
-def _run(ctx: typer.Context, as_json: bool, action) -> Outcome:  # type: ignore[no-untyped-def]
+def _run(ctx: typer.Context, as_json: bool, action: Action) -> Outcome:
     """Run an export with the profile's client; a scope or ledger problem is one line, no trace."""
     from bpsync.pm_export.export import ScopeError
 
     state = _state(ctx, None, as_json)
 
-    async def guarded(client):  # type: ignore[no-untyped-def]
+    async def guarded(client: AsyncServiceClient) -> Outcome:
         try:
             return await action(client, state.profile().name)
         except ScopeError as exc:
@@ -77,12 +83,14 @@ def _run(ctx: typer.Context, as_json: bool, action) -> Outcome:  # type: ignore[
 
 
 def _summary(outcome: Outcome, what: str, as_json: bool, dry_run: bool) -> None:
+    from bpsync.pm_export.rows import BillsPlan
+
     plan = outcome.plan
     if as_json:
         print_json({**outcome.as_dict(), "dry_run": dry_run})
     else:
         out = out_console()
-        count = plan.readings if hasattr(plan, "readings") else plan.meters  # type: ignore[union-attr]
+        count = plan.readings if isinstance(plan, BillsPlan) else plan.meters
         if outcome.path is not None:
             out.print(f"wrote {count} {what} to {escape(str(outcome.path))}")
         elif dry_run and count:
@@ -105,7 +113,7 @@ def _summary(outcome: Outcome, what: str, as_json: bool, dry_run: bool) -> None:
             for x in plan.left_out:
                 held = f", {x.readings} reading(s)" if x.readings else ""
                 out.print(
-                    f"  {escape(x.meter)} ({x.meter_id}, {escape(x.building)}{held}): "
+                    f"  {escape(x.meter)} ({escape(x.meter_id)}, {escape(x.building)}{held}): "
                     f"{escape(x.reason)}"
                 )
                 if x.fix:
@@ -150,7 +158,7 @@ def pm_bills(
     target = _output(output, default, force, dry_run, state.json)
     scope = _scope(properties, buildings, meters)
 
-    async def action(client, profile_name):  # type: ignore[no-untyped-def]
+    async def action(client: AsyncServiceClient, profile_name: str) -> Outcome:
         from bpsync.pm_export.export import export_bills
 
         return await export_bills(
@@ -188,7 +196,7 @@ def pm_meters(
     target = _output(output, default, force, dry_run, state.json)
     scope: Scope = _scope(properties, buildings, meters)
 
-    async def action(client, profile_name):  # type: ignore[no-untyped-def]
+    async def action(client: AsyncServiceClient, profile_name: str) -> Outcome:
         from bpsync.pm_export.export import export_meters
 
         return await export_meters(client, profile_name, target, scope=scope, dry_run=dry_run)

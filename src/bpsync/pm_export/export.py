@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from bpsync import __version__
 from bpsync.pm_export.rows import Bill, BillsPlan, MeterRow, MetersPlan, PropertyRow
@@ -17,6 +17,7 @@ from bpsync.pm_export.rows import Bill, BillsPlan, MeterRow, MetersPlan, Propert
 if TYPE_CHECKING:
     from bpsync.client.service import AsyncServiceClient
 
+T = TypeVar("T")
 PER_PAGE = 200
 READINGS_PER_PAGE = 1000
 MAX_IDS = 200
@@ -68,10 +69,10 @@ class Outcome:
         }
 
 
-async def _limited(coros: Iterable, limit: int = CONCURRENCY) -> list:  # type: ignore[type-arg]
+async def _limited(coros: Iterable[Awaitable[T]], limit: int = CONCURRENCY) -> list[T]:
     sem = asyncio.Semaphore(limit)
 
-    async def one(c):  # type: ignore[no-untyped-def]
+    async def one(c: Awaitable[T]) -> T:
         async with sem:
             return await c
 

@@ -101,21 +101,25 @@ def read_form(
 
 def summary_text(outcome: Outcome) -> Text:
     """What the export did, as plain text (names and reasons are never markup)."""
+    from bpsync.pm_export.rows import BillsPlan
+
     plan = outcome.plan
-    bills = hasattr(plan, "already_exported")
-    count = plan.readings if bills else plan.meters  # type: ignore[union-attr]
-    noun = "reading(s)" if bills else "meter(s)"
+    if isinstance(plan, BillsPlan):
+        count, noun, skipped, in_pm = plan.readings, "reading(s)", plan.already_exported, 0
+    else:
+        count, noun, skipped, in_pm = plan.meters, "meter(s)", 0, plan.in_pm
     lines = [
         f"Wrote {count} {noun} to {outcome.path}"
         if outcome.path
         else f"Nothing new to write: no file written ({noun}: 0)."
     ]
     lines += [f"  {sheet}: {len(rows)}" for sheet, rows in plan.sheets.items() if rows]
-    skipped = getattr(plan, "already_exported", 0)
     if skipped:
-        lines.append(f"Skipped {skipped} reading(s) exported before (tick 'Also exported').")
-    if getattr(plan, "in_pm", 0):
-        lines.append(f"Skipped {plan.in_pm} meter(s) already in Portfolio Manager.")  # type: ignore[union-attr]
+        lines.append(
+            f"Skipped {skipped} reading(s) exported before (tick 'Also readings exported before')."
+        )
+    if in_pm:
+        lines.append(f"Skipped {in_pm} meter(s) already in Portfolio Manager.")
     lines += [f"Note: {n}" for n in plan.notes]
     if plan.left_out:
         lines.append(f"Left out {len(plan.left_out)} meter(s):")
