@@ -5,9 +5,11 @@ shape, against a served bpservice, each run in its own process.
 
 Shapes (tests/ingest/hostile_shapes.py, seeded): a workbook whose shared strings inflate to 300 MB
 at a ratio near 185 (and one of 60 MB, under the shared strings limit); a workbook with one cell
-at XFD1048576 (and one at ZZ100000); a CSV header of 50,000 columns; a 50 MB single line (as the
+at XFD1048576 (and one at ZZ100000); an .xlsx whose 100 cells without a reference and one at
+row 900,000 make a 90-million-cell grid; an .ods row of 20 numbers repeated a million times; an
+.xls with a cell at IV65536; an .xlsb with a cell at CV900000; a CSV header of 50,000 columns; a 50 MB single line (as the
 first line, and as a data line under a proper header); 1M rows of garbage named by external
-reference and by meter id; 1M sound rows whose meters are in no meter map. A run is stopped past --timeout seconds or --max-rss-mb (polled every 0.1 s): the
+reference and by meter id, and after one sound bill; 1M sound rows whose meters are in no meter map. A run is stopped past --timeout seconds or --max-rss-mb (polled every 0.1 s): the
 figure then reads "stopped". Prints per shape: file size, seconds, peak RSS (the child's
 ru_maxrss), exit code, and the last line of stderr.
 """
@@ -45,6 +47,15 @@ SHAPES = {
     "data_line_50mb": lambda d: shapes.long_line_csv(d / "dataline.csv", 50, header=True),
     "garbage_1m_refs": lambda d: shapes.garbage_csv(d / "garbage.csv", 1_000_000),
     "garbage_1m_ids": lambda d: shapes.garbage_csv(d / "garbage_ids.csv", 1_000_000, by_id=True),
+    "garbage_1m_after_a_bill": lambda d: shapes.garbage_csv(
+        d / "late.csv", 1_000_000, by_id=True, readable_first=True
+    ),
+    "ods_row_repeated_1m": lambda d: shapes.ods_repeat_bomb(d / "repeat.ods"),
+    "xls_cell_at_iv65536": lambda d: shapes.xls_with_cells(d / "far.xls", [(65535, 255, 1)]),
+    "xlsb_cell_at_cv900000": lambda d: shapes.xlsb_with_cells(
+        d / "far.xlsb", [(0, 0, 1.0), (899_999, 99, 2.0)]
+    ),
+    "xlsx_cells_without_r": lambda d: shapes.cells_without_references(d / "nor.xlsx"),
     "unknown_meters_1m": lambda d: shapes.unknown_meters_csv(d / "unknown.csv", 1_000_000),
 }
 

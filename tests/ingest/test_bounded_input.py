@@ -7,6 +7,8 @@ time and peak memory are measured in a child process where the issue gave figure
 from __future__ import annotations
 
 import json
+import re
+import struct
 import subprocess
 import sys
 import textwrap
@@ -248,8 +250,26 @@ def test_a_file_naming_too_many_meters_is_not_looked_up_name_by_name(tmp_path: P
         ),
         # a reference after a tab, which XML allows and the quick searches do not look for
         ('<row r="2"><c\tr="XFD900"><v>1</v></c></row>', "a grid of 14,745,600 cells"),
+        # cells without their reference (placed after the one before): 100 of them in a row,
+        # then one cell at row 900,000. Was read: a grid of 90 million cells, 2.8 GB.
+        (
+            "<row>" + "<c><v>1</v></c>" * 100 + "</row>"
+            '<row r="900000"><c r="A900000"><v>1</v></c></row>',
+            "reaches row 900,000 and column 100, a grid of 90,000,000 cells",
+        ),
+        # rows without their reference count on from the row before
+        (
+            '<row r="999990"><c r="B999990"><v>1</v></c></row>'
+            + ("<row>" + "<c><v>1</v></c>" * 13 + "</row>") * 20,
+            "reaches row 1,000,010 and column 13,",
+        ),
     ],
-    ids=["a row of 7 digits among rows of 6", "a tab before r="],
+    ids=[
+        "a row of 7 digits among rows of 6",
+        "a tab before r=",
+        "cells without r",
+        "rows without r",
+    ],
 )
 def test_the_quick_bound_of_a_sheet_is_not_fooled(tmp_path: Path, extra: str, grid: str) -> None:
     plain = shapes._plain_workbook(tmp_path / "plain.xlsx", shapes.ROWS[:2])
@@ -305,3 +325,217 @@ def test_a_file_refusing_more_rows_than_the_limit_is_refused_as_a_whole(
     path.write_text("\n".join(lines[:-1]) + "\n")  # 100 refused rows: at the limit
     prepared = prepare(path, catalog=MeterCatalog())
     assert len({p.where.row for p in prepared.collected.problems}) == 100
+
+
+def test_a_sheet_without_references_is_read_as_it_is(tmp_path: Path) -> None:
+    """Rows and cells without `r` are placed after the ones before them (as some streaming writers
+    emit them): walking them for the extent reads the same cells calamine does."""
+    plain = shapes._plain_workbook(tmp_path / "plain.xlsx", shapes.ROWS[:3])
+    path = tmp_path / "bills.xlsx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("sheet1.xml"):
+                data = re.sub(rb' r="[A-Z]*\d+"', b"", data)
+                assert b' r="' not in data
+            out.writestr(item, data)
+    table = read_xlsx(path)
+    assert [h.text for h in table.headers] == shapes.HEADER
+    assert [list(r.cells) for r in table.rows()] == [
+        ["M1", "2024-01-01", "2024-01-28", 101, "kWh"],
+        ["M1", "2024-02-01", "2024-02-28", 102, "kWh"],
+    ]
+
+
+# ---- OpenDocument, .xls and .xlsb: the extent from their own records ------------------------
+
+
+@pytest.mark.timeout(120)
+def test_an_ods_row_repeated_a_million_times_is_refused_before_parsing(tmp_path: Path) -> None:
+    """A 1.6 KB .ods: one row of 20 numbers with number-rows-repeated="1000000". calamine parses
+    every sheet of an .ods when it opens it and took 1.36 GB; now refused from the repeat counts."""
+    path = shapes.ods_repeat_bomb(tmp_path / "bills.ods")
+    assert path.stat().st_size < 5_000
+    out = bounded(path)
+    assert out["code"] == "file_too_large", out
+    assert out["message"] == (
+        "bills.ods, sheet 'Bills': refused before reading: sheet 'Bills' holds values across "
+        "1,000,001 rows and 20 columns, a grid of 20,000,020 cells, more than 12,000,000 cells "
+        "(BPSYNC_SHEET_MAX_CELLS). Nothing was imported from this file"
+    )
+    assert out["seconds"] < 5 and out["rss_mb"] < 500, out
+
+
+def test_an_ods_with_libreoffice_trailing_repeats_is_read(tmp_path: Path) -> None:
+    """Every .ods LibreOffice saves ends its sheets with a million empty repeated rows of 1,024
+    empty cells: they hold no value, so they are no part of the extent, and repeated rows and
+    cells that hold values are read as that many rows and cells."""
+    rows = [
+        shapes.ods_row("".join(shapes.ods_cell(h) for h in shapes.HEADER)),
+        shapes.ods_row(
+            "".join(shapes.ods_cell(v) for v in ["M1", "2024-01-01", "2024-01-31", 5, "kWh"])
+        ),
+        shapes.ods_row(
+            shapes.ods_cell("M2")
+            + shapes.ods_cell("2024-01-01")
+            + shapes.ods_cell("2024-01-31")
+            + shapes.ods_cell(7)
+            + shapes.ods_cell("kWh"),
+            repeat=2,
+        ),
+    ]
+    path = shapes.ods_with_rows(tmp_path / "bills.ods", rows)
+    table = read_xlsx(path)
+    assert [list(r.cells) for r in table.rows()] == [
+        ["M1", "2024-01-01", "2024-01-31", 5, "kWh"],
+        ["M2", "2024-01-01", "2024-01-31", 7, "kWh"],
+        ["M2", "2024-01-01", "2024-01-31", 7, "kWh"],
+    ]
+
+
+def test_ods_extents_count_as_calamine_does(tmp_path: Path) -> None:
+    """The counted extent against calamine's own grid for the same small files: repeats, leading
+    empty cells, covered cells with values, a table inside a cell, and text without a type."""
+    import python_calamine
+
+    from bpsync.ingest.readers.guard import ods_extents
+
+    cases = {
+        "repeats": [shapes.ods_row(shapes.ods_cell(1, 3), 4)],
+        "leading empty": [
+            shapes.ods_row("<table:table-cell/>", 3),
+            shapes.ods_row(
+                '<table:table-cell table:number-columns-repeated="4"/>' + shapes.ods_cell(1)
+            ),
+        ],
+        "covered": [
+            shapes.ods_row(
+                shapes.ods_cell(1) + '<table:covered-table-cell table:number-columns-repeated="9"'
+                ' office:value-type="float" office:value="2"/>'
+            )
+        ],
+        "untyped text": [
+            shapes.ods_row(shapes.ods_cell(1)),
+            shapes.ods_row("<table:table-cell><text:p>x</text:p></table:table-cell>", 5),
+        ],
+    }
+    for name, rows in cases.items():
+        path = shapes.ods_with_rows(tmp_path / f"{name}.ods", rows)
+        sheet = python_calamine.CalamineWorkbook.from_path(str(path)).get_sheet_by_name("Bills")
+        with zipfile.ZipFile(path) as z, z.open("content.xml") as fh:
+            rows_, cols = ods_extents(fh)["Bills"]
+        start_row, start_col = sheet.start or (0, 0)
+        # the guard counts from A1 (an upper bound of calamine's grid, which starts at its
+        # first value): equal when the first value is at A1, never less
+        assert (rows_, cols) == (start_row + sheet.height, start_col + sheet.width), name
+
+
+@pytest.mark.timeout(120)
+def test_an_xls_with_a_cell_at_iv65536_is_refused_before_parsing(tmp_path: Path) -> None:
+    """A 7 KB .xls with the bills and one number at IV65536: calamine builds every sheet's grid
+    when it opens an .xls (1.06 GB for this one). Refused from the cell records."""
+    path = shapes.xls_with_cells(tmp_path / "bills.xls", [(65535, 255, 1)])
+    assert path.stat().st_size < 10_000
+    out = bounded(path)
+    assert out["code"] == "file_too_large", out
+    assert (
+        "sheet 'Bills' holds values across 65,536 rows and 256 columns, a grid of "
+        in (out["message"])
+    )
+    assert out["seconds"] < 5 and out["rss_mb"] < 500, out
+
+
+def test_xls_extents_match_calamine(tmp_path: Path) -> None:
+    """The extent from the .xls records equals calamine's grid, for a small stream (in the
+    compound file's mini stream) and a large one (in its own sectors), over several sheets."""
+    import python_calamine
+
+    from bpsync.ingest.readers.binary_extent import _workbook_stream, xls_extents
+
+    small = shapes.xls_with_cells(tmp_path / "small.xls", [(40, 12, 3.5)], sheets=3)
+    many = [(r, c, r * c) for r in range(20, 400) for c in range(0, 8)]
+    large = shapes.xls_with_cells(tmp_path / "large.xls", [*many, (900, 30, "far")])
+    # the same small workbook with its stream in the compound file's mini stream (64-byte
+    # sectors), as Excel stores a stream under 4,096 bytes: xlwt pads every stream to 4,096
+    stream = _workbook_stream(small.read_bytes())
+    mini = shapes.compound_file_with_small_stream(
+        tmp_path / "mini.xls", stream[: _end_of_last_sheet(stream)]
+    )
+    for path in (small, large, mini):
+        book = python_calamine.CalamineWorkbook.from_path(str(path))
+        expected = {}
+        for name in book.sheet_names:
+            sheet = book.get_sheet_by_name(name)
+            expected[name] = (sheet.height, sheet.width)
+        assert xls_extents(path) == expected, path.name
+    assert xls_extents(small)["Bills"] == xls_extents(mini)["Bills"] == (41, 13)
+    assert xls_extents(large)["Bills"] == (901, 31)
+
+
+def _end_of_last_sheet(stream: bytes) -> int:
+    """Where the BIFF records end (after the last EOF): xlwt pads the stream with zeros."""
+    offset = end = 0
+    while offset + 4 <= len(stream):
+        kind, length = struct.unpack_from("<HH", stream, offset)
+        offset += 4 + length
+        if kind == 0x000A:
+            end = offset
+    return end
+
+
+def test_an_xls_within_the_limit_is_read(tmp_path: Path) -> None:
+    path = shapes.xls_with_cells(tmp_path / "bills.xls", [])
+    table = read_xlsx(path)
+    assert [list(r.cells) for r in table.rows()][:2] == [
+        ["M1", "2024-01-01", "2024-01-28", 101, "kWh"],
+        ["M1", "2024-02-01", "2024-02-28", 102, "kWh"],
+    ]
+
+
+@pytest.mark.timeout(120)
+def test_an_xlsb_with_a_far_cell_is_refused_before_parsing(tmp_path: Path) -> None:
+    """An .xlsb (records built by hand: no library writes .xlsb) with a value at A1 and one at
+    CV900000: calamine makes a 90-million-cell grid of it (2.8 GB). Refused from the records."""
+    path = shapes.xlsb_with_cells(tmp_path / "bills.xlsb", [(0, 0, 1.0), (899_999, 99, 2.0)])
+    out = bounded(path)
+    assert out["code"] == "file_too_large", out
+    assert (
+        "holds values across 900,000 rows and 100 columns, a grid of 90,000,000 cells"
+        in (out["message"])
+    )
+    assert out["seconds"] < 5 and out["rss_mb"] < 500, out
+
+
+def test_xlsb_extents_match_calamine(tmp_path: Path) -> None:
+    """The hand-built .xlsb is what calamine reads (its grid and values), and the extent from the
+    records equals that grid."""
+    import python_calamine
+
+    from bpsync.ingest.readers.binary_extent import xlsb_extents
+
+    path = shapes.xlsb_with_cells(tmp_path / "bills.xlsb", [(0, 0, 1.0), (0, 1, 2.0), (3, 2, 5.0)])
+    sheet = python_calamine.CalamineWorkbook.from_path(str(path)).get_sheet_by_name("Bills")
+    assert sheet.to_python() == [[1.0, 2.0, ""], ["", "", ""], ["", "", ""], ["", "", 5.0]]
+    assert xlsb_extents(path) == {"Bills": (4, 3)}
+
+
+# ---- refused rows are counted as they are mapped ----------------------------------------------
+
+
+def test_refused_rows_are_counted_every_map_piece_not_every_read_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are read 200,000 at a time but mapped in pieces (frame.MAP_ROWS), and the refused
+    rows are counted after each piece: a readable first bill and a million garbage rows kept
+    200,000 refused rows with their cells before the first count (655 MB in the CLI; 448 MB now,
+    bench/bench_hostile.py garbage_1m_after_a_bill). Here pieces of 50 against a limit of 100:
+    refused at 150, not at the end of the 1,000-row chunk."""
+    from bpsync.ingest import mapper, pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_REFUSED_ROWS", 100)
+    monkeypatch.setattr(mapper, "MAP_ROWS", 50)
+    path = shapes.garbage_csv(tmp_path / "late.csv", 1_000, by_id=True, readable_first=True)
+    with pytest.raises(IngestError) as caught:
+        prepare(path, catalog=MeterCatalog())
+    assert caught.value.code == "too_many_refused_rows"
+    assert str(caught.value).startswith("late.csv: 150 rows were refused, more than 100 ")

@@ -19,6 +19,7 @@ import pandas as pd
 from bpsync.ingest.dates import DateError, DateOrder, parse_date, parse_month
 from bpsync.ingest.frame import (
     CHUNK_ROWS,
+    MAP_ROWS,
     PROBE_ROWS,
     Cells,
     Chunk,
@@ -672,7 +673,8 @@ def map_chunks(
     for i, chunk in enumerate(table_chunks(table, size)):
         if i == 0 and len(chunk) > PROBE_ROWS:
             refuse_unreadable(table, plan, _Chunk(chunk.head(PROBE_ROWS), table, plan).run())
-        yield chunk, _Chunk(chunk, table, plan).run()
+        for piece in chunk.pieces(MAP_ROWS):
+            yield piece, _Chunk(piece, table, plan).run()
 
 
 def refuse_unreadable(table: Table, plan: Plan, probe: ChunkResult) -> None:

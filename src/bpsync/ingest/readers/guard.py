@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from bpsync.ingest.problems import IngestError, Where
 
@@ -152,8 +153,14 @@ _LETTERS2 = re.compile(rb' r="[A-Z]{2}')
 _LETTERS3 = re.compile(rb' r="[A-Z]{3}')
 _FROM_DA = re.compile(rb' r="[D-Z][A-Z]')
 _ODD_SPACE = (b'\tr="', b'\nr="', b'\rr="')
+# A row or cell without its reference (`<row>`, `<c t="n">`: allowed, and placed after the one
+# before it) says nothing about the extent by itself: 100 such cells in a row and one cell at row
+# 900,000 made calamine a grid of 90 million cells (2.8 GB from 2 KB). Such a sheet is walked.
+_NO_REF = re.compile(rb'<(?:[A-Za-z_][\w.-]*:)?(?:c|row)(?=[\s>/])(?![^>]*\sr=")')
+_TOKEN = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(row|c)(?=[\s>/])([^>]*)>")
+_REF_ATTR = re.compile(rb'\sr="([A-Z]*)(\d*)"')
+_MAX_CARRY = 1 << 20  # an unfinished tag longer than this is not a row or a cell of ours
 _ROW6 = re.compile(rb' r="[A-Z]*(\d{6})"')
-_REF = re.compile(rb'\sr="([A-Z]*)(\d+)"')
 _SCAN_BYTES = 4 << 20
 
 
@@ -175,7 +182,9 @@ def check_sheet_extent(
 
     def quick(data: bytes) -> bool:
         nonlocal last6
-        seen["odd"] = seen["odd"] or any(odd in data for odd in _ODD_SPACE)
+        seen["odd"] = (
+            seen["odd"] or any(odd in data for odd in _ODD_SPACE) or bool(_NO_REF.search(data))
+        )
         if _DIGITS6.search(data):  # rows 100,000 and beyond: few pieces of most sheets
             seen["d6"] = True
             last6 = max(last6, max(map(int, _ROW6.findall(data)), default=0))
@@ -194,26 +203,132 @@ def check_sheet_extent(
     rows = 99_999 if not seen["d6"] else last6 if not seen["d7"] else 0
     if not seen["odd"] and rows and rows * columns <= limits.max_cells:
         return
-    last_row, last_col = 0, 0
+    last_row, last_col = walk_extent(archive, member)
+    refuse_extent(name, sheet, last_row, last_col, limits)
 
-    def extent(data: bytes) -> bool:
-        nonlocal last_row, last_col
-        for letters, digits in _REF.findall(data):
-            last_row = max(last_row, int(digits))
-            if letters:
-                last_col = max(last_col, _column_number(letters))
-        return False
 
-    _scan(archive, member, extent)
-    cells = last_row * max(last_col, 1)
+def refuse_extent(
+    name: str,
+    sheet: str,
+    rows: int,
+    columns: int,
+    limits: WorkbookLimits | None = None,
+    *,
+    spans: bool = False,
+) -> None:
+    """Raise when a sheet reaching row `rows` and column `columns` (`spans`: whose values span
+    that many rows and columns) is over the cell limit."""
+    limits = limits or WorkbookLimits.from_env()
+    cells = rows * max(columns, 1)
     if cells > limits.max_cells:
+        reach = (
+            f"holds values across {rows:,} rows and {columns:,} columns"
+            if spans
+            else f"reaches row {rows:,} and column {columns:,}"
+        )
         raise IngestError(
-            f"refused before reading: sheet {sheet!r} reaches row {last_row:,} and column "
-            f"{last_col:,}, a grid of {cells:,} cells, more than {limits.max_cells:,} cells "
+            f"refused before reading: sheet {sheet!r} {reach}, a grid of {cells:,} cells, "
+            f"more than {limits.max_cells:,} cells "
             "(BPSYNC_SHEET_MAX_CELLS). Nothing was imported from this file",
             where=Where(name, sheet=sheet),
             code="file_too_large",
         )
+
+
+def walk_extent(archive: zipfile.ZipFile, member: str) -> tuple[int, int]:
+    """The last row and column of a sheet's XML, tag by tag: a row or cell with its reference
+    is where it says, one without is after the one before it (as calamine places it)."""
+    row = col = last_row = last_col = 0
+    carry = b""
+    try:
+        with archive.open(member) as fh:
+            while piece := fh.read(_SCAN_BYTES):
+                data, carry = carry + piece, b""
+                cut = data.rfind(b"<")
+                if cut != -1 and data.find(b">", cut) == -1:  # a tag cut between two pieces
+                    data, carry = data[:cut], data[cut:]
+                    if len(carry) > _MAX_CARRY:
+                        carry = b""
+                for kind, attrs in _TOKEN.findall(data):
+                    ref = _REF_ATTR.search(attrs)
+                    letters, digits = ref.groups() if ref else (b"", b"")
+                    if kind == b"row":
+                        row, col = (int(digits) if digits else row + 1), 0
+                        last_row = max(last_row, row)
+                    else:
+                        col = _column_number(letters) if letters else col + 1
+                        last_col = max(last_col, col)
+                        last_row = max(last_row, int(digits) if digits else row)
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, zlib.error):
+        pass  # damaged: the parser says so in its own words
+    return last_row, last_col
+
+
+_ODS_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+_ODS_OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
+_ODS_CELLS = (f"{_ODS_TABLE}table-cell", f"{_ODS_TABLE}covered-table-cell")
+
+
+def check_ods_extent(path: Path, name: str, limits: WorkbookLimits | None = None) -> None:
+    """Refuse an OpenDocument workbook with a sheet whose extent is over the cell limit, before
+    calamine (which parses every sheet of an .ods when it opens it) makes dense grids of them.
+    Rows and cells carry repeat counts (`number-rows-repeated`), so a 1.6 KB file can ask for
+    20 million cells (1.3 GB): the extent is counted from them, as calamine counts it (cells with
+    a value type; trailing empty repeats, which every .ods has, are not)."""
+    limits = limits or WorkbookLimits.from_env()
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("content.xml") as fh:
+            extents = ods_extents(fh)
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, zlib.error, SyntaxError):
+        return  # damaged or not an .ods: calamine says so in its own words
+    for sheet, (rows, columns) in extents.items():
+        refuse_extent(name, sheet, rows, columns, limits, spans=True)
+
+
+def ods_extents(source: IO[bytes]) -> dict[str, tuple[int, int]]:
+    """Each sheet of content.xml: (last row, last column) holding a value. Streamed: each row is
+    dropped from the tree once counted."""
+    from xml.etree.ElementTree import iterparse
+
+    extents: dict[str, tuple[int, int]] = {}
+    sheet = ""
+    depth = 0  # tables open: 1 is a sheet, more are tables inside its cells (not its cells)
+    row = col = last_row = last_col = row_last_col = 0
+    row_repeat = 1
+    stack: list[Any] = []
+    for event, el in iterparse(source, events=("start", "end")):
+        if event == "start":
+            stack.append(el)
+            if el.tag == f"{_ODS_TABLE}table":
+                depth += 1
+                if depth == 1:
+                    sheet = el.get(f"{_ODS_TABLE}name", "")
+                    row = last_row = last_col = 0
+            elif depth == 1 and el.tag == f"{_ODS_TABLE}table-row":
+                row_repeat = int(el.get(f"{_ODS_TABLE}number-rows-repeated", "1") or 1)
+                col = row_last_col = 0
+            elif depth == 1 and el.tag in _ODS_CELLS and _in_row(stack):
+                col += int(el.get(f"{_ODS_TABLE}number-columns-repeated", "1") or 1)
+                if el.get(f"{_ODS_OFFICE}value-type"):
+                    row_last_col = col
+            continue
+        stack.pop()
+        if el.tag == f"{_ODS_TABLE}table":
+            depth -= 1
+            if not depth:
+                extents[sheet] = (last_row, last_col)
+        elif depth == 1 and el.tag == f"{_ODS_TABLE}table-row":
+            row += row_repeat
+            if row_last_col:
+                last_row, last_col = row, max(last_col, row_last_col)
+        if stack and el.tag in (f"{_ODS_TABLE}table-row", *_ODS_CELLS):
+            stack[-1].remove(el)  # counted: keep the tree from growing with the sheet
+    return extents
+
+
+def _in_row(stack: list[Any]) -> bool:
+    """The cell just opened belongs to a row directly (not to a table inside another cell)."""
+    return len(stack) >= 2 and stack[-2].tag == f"{_ODS_TABLE}table-row"
 
 
 def _scan(archive: zipfile.ZipFile, member: str, look: Callable[[bytes], bool]) -> bool:

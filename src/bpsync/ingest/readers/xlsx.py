@@ -34,11 +34,14 @@ from bpsync.ingest.readers.base import (
     header_score,
     make_headers,
 )
+from bpsync.ingest.readers.binary_extent import xls_extents, xlsb_extents
 from bpsync.ingest.readers.guard import (
     RowCap,
     WorkbookLimits,
+    check_ods_extent,
     check_sheet_extent,
     check_workbook,
+    refuse_extent,
 )
 from bpsync.ingest.values import is_blank
 
@@ -61,6 +64,11 @@ class Book:
         suffix = path.suffix.casefold()
         if suffix in _ZIPPED or suffix not in WORKBOOK_SUFFIXES:
             check_workbook(path, name)  # sizes and ratios first: a zip bomb never reaches a parser
+        if suffix == ".ods":
+            check_ods_extent(path, name)  # calamine parses every sheet of an .ods on opening
+        elif suffix == ".xls":  # and of an .xls
+            for sheet, (rows, columns) in xls_extents(path).items():
+                refuse_extent(name, sheet, rows, columns, spans=True)
         self._calamine: Any = None
         self._openpyxl: Any = None
         self._sheets: dict[str, Any] = {}
@@ -244,7 +252,13 @@ class Book:
             return sheet
 
     def _check_extent(self, title: str) -> None:
-        if not _is_xlsx(self.path):  # .xlsb, .xls, .ods: binary or other XML, not scanned
+        suffix = self.path.suffix.casefold()
+        if suffix == ".xlsb":
+            extents = xlsb_extents(self.path)
+            if title in extents:
+                refuse_extent(self.name, title, *extents[title], spans=True)
+            return
+        if not _is_xlsx(self.path):  # .ods, .xls: checked on opening
             return
         try:
             with zipfile.ZipFile(self.path) as z:
