@@ -245,3 +245,30 @@ def world_client(world):  # type: ignore[no-untyped-def]
 
     org, *_, url = world
     return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {org.key}"})
+
+
+def test_pm_meters_default_file_force_building_profile(world, tmp_path):  # type: ignore[no-untyped-def]
+    org, ids, _, _, _ = world
+    default = tmp_path / f"pm_meters_{dt.date.today().isoformat()}.xlsx"  # the cwd
+    first = run(world, "export", "pm-meters", "--meter", ids["water"])
+    assert first.exit_code == 0 and default.exists(), first.output
+    again = run(world, "export", "pm-meters", "--meter", ids["water"])
+    assert again.exit_code == 7 and "give --force" in again.stderr
+    forced = run(
+        world,
+        "-p",
+        "default",
+        "--json",
+        "export",
+        "pm-meters",
+        "--building",
+        org.building_id,
+        "--force",
+    )
+    body = json.loads(forced.stdout)
+    assert forced.exit_code == 13  # Roof PV (solar) is left out
+    assert body["meters"] == 1 and body["already_in_pm"] == 2 and body["file"] == str(default)
+    assert [x["meter"] for x in body["left_out"]] == ["Roof PV"]
+    bills_default = run(world, "export", "pm-bills", "--meter", ids["gas"])
+    assert bills_default.exit_code == 0
+    assert (tmp_path / f"pm_bills_{dt.date.today().isoformat()}.xlsx").exists()

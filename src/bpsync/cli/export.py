@@ -55,7 +55,7 @@ def _scope(
 
 
 def _output(path: Path | None, default: str, force: bool, dry_run: bool, as_json: bool) -> Path:
-    target = path or Path(default)
+    target = (path or Path(default)).absolute()  # the summary names the file wherever it is read
     if target.suffix.lower() != ".xlsx":
         fail(f"{target}: the output must be an .xlsx file", EXIT.USAGE, None, as_json)
     if not dry_run and not force and target.exists():
