@@ -149,6 +149,14 @@ async def stored_bills(
     ]
 
 
+def _links(profile: str) -> dict[str, str]:
+    # In a thread: the first use imports the import engine (pandas), which the terminal app's
+    # event loop should not wait for.
+    from bpsync.pm_export.bridge import load_meter_map
+
+    return load_meter_map(profile)
+
+
 def _note(what: str, start: dt.date | None, end: dt.date | None) -> str:
     period = f"{start or 'the first'} to {end or 'the last'} reading"
     return f"Written by bpsync {__version__} on {dt.date.today().isoformat()}: {what}, {period}."
@@ -169,9 +177,8 @@ async def export_bills(
     before (all of them with `everything`), then add them to the profile's ledger. Nothing is
     written when no reading is new (Outcome.path is None)."""
     from bpsync.pm_export import ledger, rows, workbook
-    from bpsync.pm_export.bridge import load_meter_map
 
-    links = load_meter_map(profile)
+    links = await asyncio.to_thread(_links, profile)
     exported = ledger.load_ledger(profile)
     props, meters = await portfolio(client, scope)
     bills = await stored_bills(client, [m.id for m in meters], start, end) if meters else []
@@ -195,9 +202,8 @@ async def export_meters(
 ) -> Outcome:
     """Write PM's Create Meters workbook for the meters in scope that have no PM Meter ID yet."""
     from bpsync.pm_export import rows, workbook
-    from bpsync.pm_export.bridge import load_meter_map
 
-    links = load_meter_map(profile)
+    links = await asyncio.to_thread(_links, profile)
     props, meters = await portfolio(client, scope)
     linked = rows.pm_meter_ids(links)
     todo = [m for m in meters if m.id not in linked]

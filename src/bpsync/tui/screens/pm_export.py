@@ -136,7 +136,7 @@ class PmExportScreen(ModalScreen["Outcome | None"]):
 
     DEFAULT_CSS = """
     PmExportScreen { align: center middle; }
-    #pm-export { width: 100; height: auto; max-height: 90%; border: thick $primary;
+    #pm-export { width: 96%; max-width: 110; height: auto; max-height: 90%; border: thick $primary;
                  background: $surface; padding: 1 2; }
     #pm-export .form-row { height: auto; margin-bottom: 1; }
     #pm-export .form-label { width: 10; padding-top: 0; }
