@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import sys
 import time
 import webbrowser
 from dataclasses import replace
@@ -60,6 +61,30 @@ from bpsync.paths import config_file
 # --- login, logout, status, profiles -------------------------------------------------------------
 
 
+def _prompt_key() -> str:
+    """The key typed at the terminal without echo. Standard input that is not a terminal (a pipe,
+    a here-string) is read as a line: getpass would warn that it cannot hide what is not shown."""
+    if not sys.stdin.isatty():
+        typer.echo("API key: ", err=True, nl=False)
+        return sys.stdin.readline().strip()
+    return typer.prompt("API key", hide_input=True, err=True).strip()
+
+
+def _key_from_stdin(state: Any) -> str:
+    """`--with-token`: the whole of standard input is the key (one line; blanks around it are
+    dropped), as `gh auth login --with-token` reads its token."""
+    lines = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+    if len(lines) != 1:
+        what = "nothing" if not lines else f"{len(lines)} lines"
+        fail(
+            f"--with-token reads one API key from standard input; it held {what}",
+            EXIT.INVALID,
+            None,
+            state.json,
+        )
+    return lines[0]
+
+
 @app.command()
 def login(
     ctx: typer.Context,
@@ -80,11 +105,28 @@ def login(
         typer.Option(help="keyring (default) or file (insecure opt-in for machines without one)"),
     ] = None,
     make_default: Annotated[bool, typer.Option("--default", help="Make it the default")] = False,
+    with_token: Annotated[
+        bool,
+        typer.Option(
+            "--with-token",
+            help="Read the API key from standard input (e.g. `bpsync login --api-key "
+            "--with-token < key.txt`); implies --api-key",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Store credentials for a profile: an API key (prompted without echo) or an OAuth login."""
+    """Store credentials for a profile: an API key (prompted without echo, or read from standard
+    input with --with-token) or an OAuth login."""
     state = _state(ctx, profile, as_json)
     _logging(state.verbose)
+    if with_token and oauth:
+        fail(
+            "--with-token reads an API key: it does not go with --oauth",
+            EXIT.USAGE,
+            None,
+            state.json,
+        )
+    api_key = api_key or with_token
     if api_key == oauth:
         fail("choose one of --api-key or --oauth", EXIT.USAGE, None, state.json)
     try:
@@ -104,7 +146,7 @@ def login(
         new_profile = replace(current, **changes)
         session.require_store(new_profile)
         if api_key:
-            key = typer.prompt("API key", hide_input=True, err=True).strip()
+            key = _key_from_stdin(state) if with_token else _prompt_key()
             if key_environment(key) is None:
                 fail(
                     "that is not an API key (expected svc_live_… or svc_test_…)",
