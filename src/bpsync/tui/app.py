@@ -78,6 +78,7 @@ class BPSyncApp(App[int]):
         Binding("f5", "section('sync')", "Sync", id="app.sync", show=False),
         Binding("f6", "section('import')", "Import", id="app.import", show=False),
         Binding("ctrl+o", "profiles", "Profiles", id="app.profiles", show=False),
+        Binding("f7", "pm_export", "PM export", id="app.pm_export", show=False),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
     badge: reactive[tuple[str, str]] = reactive(("NOT SIGNED IN", "-none"))
@@ -210,6 +211,23 @@ class BPSyncApp(App[int]):
         self._sections.add(PROFILES_MODE)
         await self.switch_mode(PROFILES_MODE)
 
+    def action_pm_export(self) -> None:
+        """F7: Portfolio Manager's upload workbooks from stored readings (docs/pm-round-trip.md)."""
+        if self.connection is None:
+            self.notify("Sign in first.", severity="warning")
+            return
+        from bpsync.tui.screens.pm_export import PmExportScreen
+
+        if not isinstance(self.screen, PmExportScreen):
+            self.push_screen(
+                PmExportScreen(
+                    self.connection.client,
+                    self.connection.name,
+                    folder=self.download_dir,
+                    today=self.clock().date(),
+                )
+            )
+
     def action_help(self) -> None:
         from bpsync.tui.screens.help import HelpScreen
 
@@ -223,6 +241,9 @@ class BPSyncApp(App[int]):
                 yield SystemCommand(
                     f"Go to {title}", f"Open the {title.lower()} section", self._go(name)
                 )
+            yield SystemCommand(
+                "Portfolio Manager export", "Write PM's upload workbooks", self.action_pm_export
+            )
         yield SystemCommand("Switch profile", "Sign in with another profile", self.action_profiles)
         yield SystemCommand("Help", "Keys of this screen and how to remap them", self.action_help)
         seen: set[str] = set()
