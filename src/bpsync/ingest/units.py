@@ -124,6 +124,7 @@ _ALIASES: dict[str, str] = {
     "mbtu": "MMBtu",
     "mbtu (million btu)": "MMBtu",
     "mmbtu (million btu)": "MMBtu",
+    "mbtu/ mmbtu/ dth (million btu/ dekatherm)": "MMBtu",  # PM's unit list, as it spells it
     "dth": "MMBtu",
     "dekatherm": "MMBtu",
     "dekatherms": "MMBtu",
