@@ -9,6 +9,7 @@ auth_url = "http://127.0.0.1:8400/oauth"
 auth_method = "api_key"          # or "oauth"
 client_id = "..."                # oauth only
 secret_store = "keyring"         # or "file" (explicit, insecure opt-in)
+units = "us"                     # or "si"; absent: US units for a mostly-US portfolio
 ```
 
 No secret is ever written here: API keys and tokens live in the secret store (see client/auth.py)."""
@@ -32,7 +33,7 @@ SecretStoreKind = Literal["keyring", "file"]
 DEFAULT_BASE_URL = "http://127.0.0.1:8400"
 DEFAULT_PROFILE = "default"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_FIELDS = ("base_url", "auth_url", "auth_method", "client_id", "secret_store")
+_FIELDS = ("base_url", "auth_url", "auth_method", "client_id", "secret_store", "units")
 # Environment variables that override a profile's fields (CI and cron have no config file).
 ENV_OVERRIDES = {
     "base_url": "BPSYNC_BASE_URL",
@@ -55,6 +56,7 @@ class Profile:
     auth_method: AuthMethod = "api_key"
     client_id: str = ""
     secret_store: SecretStoreKind = "keyring"
+    units: str = ""  # "si", "us", or "" to follow the portfolio's country (bpsync.units)
     # Which fields came from the environment rather than the file (shown by `bpsync status`).
     overridden: tuple[str, ...] = ()
 
@@ -81,6 +83,8 @@ def _check(profile: Profile) -> Profile:
         raise ConfigError(f"auth_method must be api_key or oauth, not {profile.auth_method!r}.")
     if profile.secret_store not in ("keyring", "file"):
         raise ConfigError(f"secret_store must be keyring or file, not {profile.secret_store!r}.")
+    if profile.units not in ("", "si", "us"):
+        raise ConfigError(f"units must be si or us, not {profile.units!r}.")
     for field in ("base_url", "auth_url"):
         url = getattr(profile, field)
         if url and not re.match(r"^https?://[^\s/]+", url):

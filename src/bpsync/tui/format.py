@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
+from bpsync import units as U
 from bpsync.client import errors as E
 from bpsync.client.models import (
     BenchmarkResult,
@@ -18,6 +19,7 @@ from bpsync.client.models import (
     UseTypeArea,
 )
 from bpsync.tui.widgets.plain import right
+from bpsync.units import Units
 from bpsync.vocab import DATA_QUALITY_GRADES, USE_TYPES
 
 PROPERTY_TYPES = USE_TYPES  # property types and use types are one vocabulary (D8)
@@ -259,3 +261,36 @@ def history_series(entries: Sequence[Any], field: str) -> tuple[list[str], list[
         labels.append(end.strftime("%Y-%m") if end else "?")
         values.append(float(value))
     return labels, values
+
+
+# --- units (SI or US, bpsync.units) --------------------------------------------------------------
+
+
+def area(m2: float | None, units: Units, *, unit: bool = True) -> str:
+    """'8,200 m²' or '88,264 ft²' (without the symbol when `unit=False`, for a table cell)."""
+    text = number(U.area(m2, units))
+    return f"{text} {U.label('area', units)}" if unit and m2 is not None else text
+
+
+def eui(kwh_m2: float | None, units: Units, *, unit: bool = True) -> str:
+    text = number(U.eui(kwh_m2, units), 1)
+    return f"{text} {U.label('eui', units)}" if unit and kwh_m2 is not None else text
+
+
+def intensity(kg_m2: float | None, units: Units, *, unit: bool = True) -> str:
+    """Carbon intensity: kgCO₂e/m² or kgCO₂e/ft² (two decimals per ft², the figures are small)."""
+    text = number(U.intensity(kg_m2, units), 1 if units == "si" else 2)
+    return f"{text} {U.label('intensity', units)}" if unit and kg_m2 is not None else text
+
+
+def energy(kwh: float | None, units: Units, *, therms: bool = False, unit: bool = True) -> str:
+    """kWh, or kBtu (therms with `therms=True`, for gas) in US units."""
+    text = number(U.energy(kwh, units, therms=therms))
+    symbol = U.label("gas" if therms else "energy", units)
+    return f"{text} {symbol}" if unit and kwh is not None else text
+
+
+def money(amount: float | None, currency: str = "USD") -> str:
+    if amount is None:
+        return DASH
+    return f"${amount:,.0f}" if currency == "USD" else f"{amount:,.0f} {currency}"
