@@ -14,31 +14,25 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from pydantic import BaseModel
-from pydantic import ValidationError as ModelValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from bpsync import logs
 from bpsync.client import errors as E
-from bpsync.client.auth import (
-    Secret,
-)
-from bpsync.client.pagination import AsyncPaginator, Page
-from bpsync.client.reports import ReportFailedError
-from bpsync.client.service import (
-    AsyncServiceClient,
-)
 from bpsync.config import (
     ConfigError,
     Profile,
     resolve_profile,
 )
 from bpsync.vocab import SCOPES
+
+if TYPE_CHECKING:  # the client (httpx, pydantic's models) loads when a command runs, not at start
+    from bpsync.client.pagination import AsyncPaginator
+    from bpsync.client.service import AsyncServiceClient
 
 T = TypeVar("T")
 
@@ -67,6 +61,10 @@ class EXIT(IntEnum):
 
 
 def exit_code(exc: BaseException) -> EXIT:
+    from pydantic import ValidationError as ModelValidationError
+
+    from bpsync.client.reports import ReportFailedError
+
     table: list[tuple[type[BaseException], EXIT]] = [
         (E.AmbiguousWriteError, EXIT.AMBIGUOUS),
         (E.AuthenticationError, EXIT.AUTH),
@@ -150,6 +148,11 @@ def stderr() -> Console:
 
 
 def to_jsonable(value: Any) -> Any:
+    from pydantic import BaseModel
+
+    from bpsync.client.auth import Secret
+    from bpsync.client.pagination import Page
+
     if isinstance(value, BaseModel):
         data = value.model_dump(mode="json")
         # A service-generated webhook secret is the one secret the service returns; it is never
@@ -270,6 +273,10 @@ def banner(client: AsyncServiceClient, profile: Profile) -> None:
 
 def run(ctx: typer.Context, action: Callable[[AsyncServiceClient], Awaitable[T]]) -> T:
     """Build the profile's client, say where it points, run `action`, map errors to exit codes."""
+    from pydantic import ValidationError as ModelValidationError
+
+    from bpsync.client.service import AsyncServiceClient
+
     state: State = ctx.ensure_object(State)
     _logging(state.verbose)
     try:
@@ -298,6 +305,8 @@ def run(ctx: typer.Context, action: Callable[[AsyncServiceClient], Awaitable[T]]
 def for_people(exc: BaseException, profile: Profile, client: AsyncServiceClient) -> str:
     """The error as a sentence that says what to do: a refused key names the login command, a
     model mismatch never shows pydantic's dump."""
+    from pydantic import ValidationError as ModelValidationError
+
     if isinstance(exc, E.AuthenticationError):
         from_env = "BPSYNC_API_KEY" in os.environ
         again = (
