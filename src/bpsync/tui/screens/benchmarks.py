@@ -59,7 +59,7 @@ class BenchmarksScreen(AppScreen):
                         compact=True,
                     )
                 yield LineChart("EUI kWh/m²", id="eui-chart")
-                yield LineChart("svc score", id="score-chart")
+                yield LineChart("svc score", top=100, id="score-chart")
         yield Static("", id="note")
         yield AppFooter()
 
