@@ -398,4 +398,5 @@ class BuildingScreen(AppScreen):
     def action_report(self) -> None:
         from bpsync.tui.screens.reports import ReportsScreen
 
-        self.app.push_screen(ReportsScreen(building_id=self.building_id))
+        name = self.building.name if self.building else self.title_text
+        self.app.push_screen(ReportsScreen(building_id=self.building_id, building_name=name))

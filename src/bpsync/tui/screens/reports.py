@@ -1,23 +1,22 @@
-"""Reports: the types, a form to generate one, live status with elapsed time until it is complete
-or failed, download with a progress bar to a chosen folder, and the list of past reports."""
+"""Reports: the types, a form to generate one (widgets/report_form.py), live status with elapsed
+time until it is complete or failed, download with a progress bar to a chosen folder, and the list
+of past reports (widgets/report_list.py), which names each report's building."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Input, Label, ProgressBar, Select, Static
+from textual.containers import Horizontal
+from textual.widgets import Button, DataTable, Input, ProgressBar, Static
 
 from bpsync.client import errors as E
 from bpsync.client.models import Report, ReportStatus, ReportTemplate, ReportType
-from bpsync.tui.format import DASH, PROPERTY_TYPES, elapsed, moment, size
+from bpsync.tui.format import size
 from bpsync.tui.messages import (
     DownloadFinished,
     DownloadProgress,
@@ -26,187 +25,24 @@ from bpsync.tui.messages import (
     ReportUpdated,
 )
 from bpsync.tui.screens.base import AppScreen, failure
-from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
-from bpsync.tui.widgets.plain import PlainTable
+from bpsync.tui.widgets.report_form import ReportForm, default_period
+from bpsync.tui.widgets.report_list import ReportList, detail_text, scope_text
 from bpsync.tui.widgets.topbar import TopBar
 
-COLUMNS = ("Created", "Type", "Fmt", "Status", "Time", "Size")
+__all__ = ["ReportsScreen", "default_period"]
+
 MAX_POLL_SECONDS = 5.0
-
-
-def default_period(today: dt.date) -> tuple[dt.date, dt.date]:
-    """The last whole calendar year: valid for every type (whole months, one calendar year)."""
-    return dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31)
-
-
-def status_text(report: Report, now: dt.datetime) -> tuple[Text, str]:
-    """(status cell, time cell): elapsed while processing, the generation time when done."""
-    if report.status == ReportStatus.PROCESSING:
-        return Text("processing", style="bold yellow"), elapsed(report.created_at, now)
-    if report.status == ReportStatus.COMPLETE:
-        took = elapsed(report.created_at, report.completed_at) if report.completed_at else DASH
-        return Text("complete", style="bold green"), took
-    return Text("failed", style="bold red"), report.reason_code or DASH
-
-
-def report_cells(report: Report, now: dt.datetime) -> tuple[Any, ...]:
-    """The report's row in the list (COLUMNS)."""
-    status, took = status_text(report, now)
-    return (
-        moment(report.created_at),
-        report.type,
-        report.format,
-        status,
-        took,
-        size(report.file_size_bytes),
-    )
-
-
-def detail_text(report: Report, now: dt.datetime) -> Text:
-    """The highlighted report in full under the list: id, type, period, scope, status, link."""
-    status, took = status_text(report, now)
-    what = report.building_id or ", ".join(f"{k}={v}" for k, v in (report.filters or {}).items())
-    period = report.reporting_period
-    span = f"{period.start} → {period.end}" if period else DASH
-    expires = (
-        f" · link valid until {moment(report.download_expires_at)}"
-        if report.download_expires_at
-        else ""
-    )
-    return Text.assemble(
-        (report.id, "bold"),
-        f" · {report.type} {report.format} · {span}",
-        f" · {what or 'all buildings'} · ",
-        status,
-        f" {took}{expires}",
-    )
-
-
-class ReportForm(Vertical):
-    """The request form: type and format, period, a building (building reports) or filters and a
-    template (organisation reports), and the folder to save into."""
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.types: dict[str, ReportType] = {}
-
-    def compose(self) -> ComposeResult:
-        with Horizontal(classes="form-row"):
-            yield Label("Type", classes="form-label")
-            yield Select([], prompt="report type", id="r-type", compact=True)
-            yield Label("Format", classes="form-label")
-            yield Select([], prompt="format", id="r-format", compact=True)
-        with Horizontal(classes="form-row"):
-            yield Label("Period", classes="form-label")
-            yield Input(placeholder="YYYY-MM-DD", id="r-start", compact=True)
-            yield Label("to", classes="form-label-short")
-            yield Input(placeholder="YYYY-MM-DD", id="r-end", compact=True)
-        with Horizontal(classes="form-row", id="row-building"):
-            yield Label("Building", classes="form-label")
-            yield Input(placeholder="bld_…", id="r-building", compact=True)
-        with Horizontal(classes="form-row", id="row-filters"):
-            yield Label("Filters", classes="form-label")
-            yield Select(
-                [(t, t) for t in PROPERTY_TYPES], prompt="any use", id="r-ftype", compact=True
-            )
-            yield CountryInput(id="r-fcountry")
-            yield Select([], prompt="template", id="r-template", compact=True)
-        with Horizontal(classes="form-row"):
-            yield Label("Save to", classes="form-label")
-            yield Input(id="r-folder", compact=True)
-            yield Button("Generate", id="r-generate", variant="primary", compact=True)
-
-    def show_catalogue(
-        self, types: dict[str, ReportType], templates: list[ReportTemplate], wanted: str
-    ) -> None:
-        """Offer the service's report types (`wanted` first chosen) and saved templates."""
-        self.types = types
-        select = self.query_one("#r-type", Select)
-        select.set_options([(f"{t.type} ({t.scope})", t.type) for t in types.values()])
-        if wanted in self.types:
-            select.value = wanted
-        self.query_one("#r-template", Select).set_options([(t.name, t.id) for t in templates])
-        self._scope_rows()
-
-    @on(Select.Changed, "#r-type")
-    def _type_changed(self) -> None:
-        chosen = self.types.get(str(self.query_one("#r-type", Select).value))
-        formats = self.query_one("#r-format", Select)
-        if chosen is None:
-            formats.set_options([])
-        else:
-            formats.set_options([(f, f) for f in chosen.formats])
-            formats.value = chosen.formats[0]
-        self._scope_rows()
-
-    def _scope_rows(self) -> None:
-        chosen = self.types.get(str(self.query_one("#r-type", Select).value))
-        building_scope = chosen is not None and chosen.scope == "building"
-        self.query_one("#row-building").display = building_scope
-        self.query_one("#row-filters").display = not building_scope
-        self.query_one("#r-template").display = chosen is not None and chosen.type == "custom"
-
-    def request_body(self) -> dict[str, Any]:
-        """The form as a request body; raises ValueError naming the field to fix."""
-        type_ = self.query_one("#r-type", Select).value
-        format_ = self.query_one("#r-format", Select).value
-        if not isinstance(type_, str) or type_ not in self.types:
-            raise ValueError("Choose a report type.")
-        if not isinstance(format_, str):
-            raise ValueError("Choose a format.")
-        chosen = self.types[type_]
-        if format_ not in chosen.formats:
-            raise ValueError(f"{type_} comes as {', '.join(chosen.formats)}.")
-        period = {}
-        for name, widget in (("start", "#r-start"), ("end", "#r-end")):
-            text = self.query_one(widget, Input).value.strip()
-            try:
-                period[name] = dt.date.fromisoformat(text)
-            except ValueError:
-                raise ValueError(f"The period {name} must be a date YYYY-MM-DD.") from None
-        body: dict[str, Any] = {"type": type_, "format": format_, "reporting_period": period}
-        if chosen.scope == "building":
-            building = self.query_one("#r-building", Input).value.strip()
-            if not building:
-                raise ValueError(f"{type_} is for one building: give its id (bld_…).")
-            body["building_id"] = building
-        else:
-            ftype = self.query_one("#r-ftype", Select).value
-            field = self.query_one("#r-fcountry", CountryInput)
-            if field.problem:
-                raise ValueError(field.problem)
-            country = field.code
-            filters = {
-                k: v
-                for k, v in {
-                    "type": ftype if isinstance(ftype, str) else None,
-                    "country": country,
-                }.items()
-                if v
-            }
-            if filters:
-                body["filters"] = filters
-            if type_ == "custom":
-                template = self.query_one("#r-template", Select).value
-                if not isinstance(template, str):
-                    raise ValueError("A custom report needs a saved template.")
-                body["template_id"] = template
-        return body
-
-    def folder(self, default: Path) -> Path:
-        """The folder typed in the form, else `default`."""
-        text = self.query_one("#r-folder", Input).value.strip()
-        folder = Path(text).expanduser() if text else default
-        return folder
 
 
 class ReportsScreen(AppScreen):
     HELP_TITLE = "Reports"
     HELP = (
         "Choose a type and a format it allows, the reporting period, and a building (building "
-        "reports) or filters (organisation reports), then Generate. The list shows every report, "
-        "newest first, with live status. Highlight a complete report and press d to download it "
+        "reports, chosen by name) or filters (organisation reports), then Generate (ctrl+g). The "
+        "period starts as the last complete calendar year with data for the building or the "
+        "organisation. The list shows every report, newest first, with live status; after a "
+        "request the cursor is on it. Highlight a complete report and press d to download it "
         "into the folder shown; an expired download link is renewed automatically."
     )
     BINDINGS = [
@@ -215,18 +51,24 @@ class ReportsScreen(AppScreen):
         Binding("r", "reload", "Reload", id="reports.reload"),
     ]
 
-    def __init__(self, building_id: str | None = None) -> None:
+    def __init__(self, building_id: str | None = None, building_name: str = "") -> None:
         super().__init__()
         self.building_id = building_id
+        self.building_name = building_name
         self.types: dict[str, ReportType] = {}
         self.templates: list[ReportTemplate] = []
-        self.reports: dict[str, Report] = {}
         self.watching: set[str] = set()
+
+    @property
+    def reports(self) -> dict[str, Report]:
+        """The reports listed, by id ({} until the list is there)."""
+        found = self.query(ReportList)
+        return found.first().reports if found else {}
 
     def compose(self) -> ComposeResult:
         yield TopBar("Reports")
         yield ReportForm(id="report-form")
-        yield PlainTable(id="reports", cursor_type="row", zebra_stripes=True)
+        yield ReportList(self.bpsync.clock, id="reports")
         with Horizontal(id="download-row"):
             yield Static("", id="report-detail")
             yield ProgressBar(id="download", show_eta=False)
@@ -234,17 +76,22 @@ class ReportsScreen(AppScreen):
         yield AppFooter()
 
     def on_mount(self) -> None:
-        start, end = default_period(self.bpsync.clock().date())
-        self.query_one("#r-start", Input).value = start.isoformat()
-        self.query_one("#r-end", Input).value = end.isoformat()
         self.query_one("#r-folder", Input).value = str(self.bpsync.download_dir)
-        if self.building_id:
-            self.query_one("#r-building", Input).value = self.building_id
-        self.query_one("#reports", DataTable).add_columns(*COLUMNS)
         self.query_one("#download", ProgressBar).display = False
         self.set_interval(1.0, self._tick)
         self.load_catalogue()
         self.load_list()
+        if self.bpsync.connection is not None:
+            given = (self.building_id, self.building_name) if self.building_id else None
+            self.query_one(ReportForm).start(self.client, self.bpsync.clock().date(), given)
+        if self.building_id:
+            self.query_one(ReportList).names[self.building_id] = self.building_name
+
+    def on_report_form_names_known(self, message: ReportForm.NamesKnown) -> None:
+        reports = self.query_one(ReportList)
+        reports.names.update(message.names)
+        reports.update_all()
+        self._detail()
 
     # --- catalogue and form ----------------------------------------------------------------------
 
@@ -272,13 +119,17 @@ class ReportsScreen(AppScreen):
             self.inline(str(exc))
             return
         self.inline("Asking for the report…", error=False)
+        # The list is where the request shows up and where d downloads it: leave the form.
+        self.query_one(ReportList).focus()
         self.generate(body)
 
     @work(group="generate", exit_on_error=False)
     async def generate(self, body: dict[str, Any]) -> None:
         report = await self.guarded("Generate", self.client.reports.create(body))
         if report is not None:
-            self.post_message(ReportUpdated(report))
+            # The 202 answer leaves out whom the report is about; the list names it now.
+            asked = {k: body.get(k) for k in ("building_id", "filters") if body.get(k)}
+            self.post_message(ReportUpdated(report.model_copy(update=asked)))
 
     def watch_report(self, report_id: str) -> None:
         if report_id not in self.watching:
@@ -304,16 +155,11 @@ class ReportsScreen(AppScreen):
 
     def on_report_updated(self, message: ReportUpdated) -> None:
         report = message.report
-        previous = self.reports.get(report.id)
-        new = previous is None
-        self.reports[report.id] = report
-        table = self.query_one("#reports", DataTable)
-        if new:
-            self._add_rows([report], top=True)
-            table.move_cursor(row=0)
-            self.inline(f"Report {report.id} requested: {report.type} as {report.format}.", False)
-        else:
-            self._update_row(report)
+        reports = self.query_one(ReportList)
+        previous = reports.reports.get(report.id)
+        if reports.put(report):
+            what = scope_text(report, reports.names)
+            self.inline(f"Requested {report.type} as {report.format} for {what}.", False)
         if report.status == ReportStatus.PROCESSING:
             self.watch_report(report.id)
         elif (
@@ -321,9 +167,10 @@ class ReportsScreen(AppScreen):
             and previous is not None
             and previous.status == ReportStatus.PROCESSING
         ):
-            self.notify(f"Report {report.id} is ready ({size(report.file_size_bytes)}).")
+            what = scope_text(report, reports.names)
+            self.notify(f"{report.type} for {what} is ready ({size(report.file_size_bytes)}).")
         elif report.status == ReportStatus.FAILED:
-            self.inline(f"Report {report.id} failed: {report.reason or report.reason_code}.")
+            self.inline(f"{report.type} failed: {report.reason or report.reason_code}")
         self._detail()
 
     # --- the list --------------------------------------------------------------------------------
@@ -338,49 +185,18 @@ class ReportsScreen(AppScreen):
             self.post_message(ReportsListed(page.items, page.meta.total))
 
     def on_reports_listed(self, message: ReportsListed) -> None:
-        table = self.query_one("#reports", DataTable)
-        table.clear()
-        self.reports = {r.id: r for r in message.items}
-        self._add_rows(message.items)
+        self.query_one(ReportList).show_all(message.items)
         for report in message.items:
             if report.status == ReportStatus.PROCESSING:
                 self.watch_report(report.id)
         self._detail()
 
-    def _cells(self, report: Report) -> tuple[Any, ...]:
-        return report_cells(report, self.bpsync.clock())
-
-    def _add_rows(self, reports: list[Report], top: bool = False) -> None:
-        table = self.query_one("#reports", DataTable)
-        if top and table.row_count:
-            # DataTable appends; rebuild so the newest stays first.
-            ordered = sorted(
-                self.reports.values(), key=lambda r: (r.created_at, r.id), reverse=True
-            )
-            table.clear()
-            for r in ordered:
-                table.add_row(*self._cells(r), key=r.id)
-            return
-        for r in reports:
-            table.add_row(*self._cells(r), key=r.id)
-
-    def _update_row(self, report: Report) -> None:
-        table = self.query_one("#reports", DataTable)
-        for column, value in zip(table.ordered_columns, self._cells(report), strict=True):
-            table.update_cell(report.id, column.key, value)
-
     def _tick(self) -> None:
-        for report in self.reports.values():
-            if report.status == ReportStatus.PROCESSING:
-                self._update_row(report)
+        self.query_one(ReportList).update_all(processing_only=True)
         self._detail()
 
     def selected(self) -> Report | None:
-        table = self.query_one("#reports", DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        return self.reports.get(str(key.value))
+        return self.query_one(ReportList).selected()
 
     @on(DataTable.RowHighlighted, "#reports")
     def _detail(self) -> None:
@@ -389,7 +205,8 @@ class ReportsScreen(AppScreen):
         if report is None:
             detail.update("No reports yet.")
             return
-        detail.update(detail_text(report, self.bpsync.clock()))
+        names = self.query_one(ReportList).names
+        detail.update(detail_text(report, self.bpsync.clock(), names))
 
     # --- download --------------------------------------------------------------------------------
 
