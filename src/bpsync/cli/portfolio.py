@@ -28,6 +28,7 @@ from bpsync.cli.output import (
     stdout,
     table,
 )
+from bpsync.cli.results import benchmarks_app
 from bpsync.cli.root import app
 from bpsync.client.service import (
     AsyncServiceClient,
@@ -515,3 +516,159 @@ def readings_delete(ctx: typer.Context, building_id: str, meter_id: str, reading
     """Delete a reading (refused when the building is locked through its end)."""
     run(ctx, lambda c: c.readings.delete(building_id, meter_id, reading_id))
     stderr().print(f"deleted {reading_id}")
+
+
+# --- benchmarks list: the portfolio's table of buildings (issue 28) -------------------------------
+
+BuildingSortOpt = Annotated[
+    str,
+    typer.Option(
+        "--sort",
+        help="Column: building, property, city, country, use_type, gfa, eui, carbon, score, "
+        "grade, law, status, penalty_now, penalty_next; a leading - sorts descending",
+    ),
+]
+
+
+@benchmarks_app.command("list")
+def benchmarks_list(
+    ctx: typer.Context,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search", help="Words to find in building/property name, city, country, use"
+        ),
+    ] = None,
+    sort: BuildingSortOpt = "building",
+    units: Annotated[
+        str | None,
+        typer.Option(help="si or us (default: the profile's, else US for a mostly-US portfolio)"),
+    ] = None,
+    as_json: JsonOpt = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Print CSV (the columns, in the units)")
+    ] = False,
+) -> None:
+    """Every building with GFA, EUI, carbon intensity, svc score (or why none), grade, and the
+    city law (LL97, BERDO) with its status and projected yearly penalty now and next period."""
+    import datetime as dt
+
+    from bpsync import building_table as BT
+    from bpsync.units import parse_units
+
+    state = _state(ctx, None, as_json)
+    key, descending = sort.removeprefix("-"), sort.startswith("-")
+    if key not in BT.KEYS:
+        fail(
+            f"--sort takes one of {', '.join(BT.KEYS)} (with - for descending), not {sort!r}.",
+            EXIT.USAGE,
+            as_json=state.json,
+        )
+    try:
+        chosen = parse_units(units) if units else None
+    except ValueError as exc:
+        fail(str(exc), EXIT.USAGE, as_json=state.json)
+    today = dt.datetime.now(dt.UTC).date()
+    rows = run(ctx, lambda c: _building_rows(c, today))
+    if chosen is None:
+        profile_units = state.profile().units
+        chosen = parse_units(profile_units) if profile_units else None
+    if chosen is None:
+        from bpsync.units import default_units
+
+        chosen = default_units(r.country for r in rows)
+    shown = BT.visible(rows, search or "", key, descending, chosen)
+    if state.json:
+        print_json({"units": chosen, "buildings": [_building_json(r, chosen) for r in shown]})
+    elif as_csv:
+        _building_csv(shown, chosen)
+    else:
+        _building_table(shown, chosen, len(rows))
+
+
+async def _building_rows(c: AsyncServiceClient, today: Any) -> list[Any]:
+    import asyncio
+    from dataclasses import replace
+
+    from bpsync import building_table as BT
+
+    rows = [r async for chunk in BT.list_rows(c) for r in chunk]
+    scored: dict[str, Any] = {}
+    outlooks: dict[str, Any] = {}
+
+    async def scores() -> None:
+        async for r in BT.benchmarks(c, rows):
+            scored[r.building_id] = r
+
+    async def laws() -> None:
+        async for r in BT.outlooks(c, rows, today):
+            outlooks[r.building_id] = r.outlook
+
+    await asyncio.gather(scores(), laws())
+    return [replace(scored[r.building_id], outlook=outlooks[r.building_id]) for r in rows]
+
+
+def _building_json(row: Any, units: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from bpsync import building_table as BT
+    from bpsync.units import label
+
+    outlook = row.outlook
+    return {
+        "building_id": row.building_id,
+        "property_id": row.property_id,
+        **BT.values(row, units),
+        "score_note": row.score_note or None,
+        "units": {q: label(q, units) for q in ("area", "eui", "intensity")},
+        "compliance": None
+        if outlook is None
+        else {
+            "law": outlook.law,
+            "covered": outlook.covered,
+            "status": outlook.status,
+            "reason": outlook.reason,
+            "basis_year": outlook.basis_year,
+            "annualised": outlook.annualised,
+            "periods": [asdict(p) for p in outlook.periods],
+        },
+    }
+
+
+def _building_csv(rows: list[Any], units: Any) -> None:
+    import sys
+
+    from bpsync import building_table as BT
+
+    out = csv.writer(sys.stdout)
+    headers = [c.heading(units) for c in BT.COLUMNS]
+    headers[-2:] = ["Penalty now (USD/yr)", "Penalty next (USD/yr)"]
+    out.writerow(["building_id", "property_id", *headers, "Score note", "Compliance basis"])
+    for r in rows:
+        v = BT.values(r, units)
+        basis = r.outlook.basis_text if r.outlook else ""
+        cells = ["" if v[k] is None else v[k] for k in BT.KEYS]
+        out.writerow([r.building_id, r.property_id, *cells, r.score_note, basis])
+
+
+def _building_table(rows: list[Any], units: Any, total: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from bpsync import building_table as BT
+
+    t = Table(title=f"Buildings ({len(rows)} of {total})", header_style="bold")
+    for c in BT.COLUMNS:
+        t.add_column(c.heading(units), justify="right" if c.numeric else "left")
+    notes = []
+    for r in rows:
+        cells = BT.cells(r, units)
+        t.add_row(*(Text(cells[k]) for k in BT.KEYS))
+        if r.score_note:
+            notes.append(f"{r.building}: no svc score, {r.score_note}")
+        if r.outlook is not None and r.outlook.basis_year is not None:
+            notes.append(f"{r.building}: {r.outlook.law} {r.outlook.basis_text}")
+    console = stdout()
+    console.print(t)
+    for note in notes:
+        console.print(Text(f"  ⓘ {note}"), style="dim")

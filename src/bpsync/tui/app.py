@@ -12,7 +12,7 @@ import time
 import webbrowser
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -22,12 +22,17 @@ from textual.screen import Screen
 
 from bpsync.config import ConfigError, Profile
 from bpsync.tui.connection import Connection
-from bpsync.tui.context import Clock
+from bpsync.tui.context import Clock, UnitsChanged
 from bpsync.tui.format import environment_badge
 from bpsync.tui.keymap import load_keymap
+from bpsync.units import Units, default_units, other
+
+if TYPE_CHECKING:
+    from bpsync.compliance import ComplianceOutlook
 
 SECTIONS: dict[str, str] = {
     "portfolio": "Portfolio",
+    "buildings": "Buildings",
     "benchmarks": "Portfolio benchmarks",
     "reports": "Reports",
     "sync": "Sync status",
@@ -45,6 +50,10 @@ def _section_screen(name: str) -> Screen[Any]:
         from bpsync.tui.screens.portfolio import PortfolioScreen
 
         return PortfolioScreen()
+    if name == "buildings":
+        from bpsync.tui.screens.portfolio import BuildingsScreen
+
+        return BuildingsScreen()
     if name == "benchmarks":
         from bpsync.tui.screens.benchmarks import PortfolioBenchmarksScreen
 
@@ -73,11 +82,13 @@ class BPSyncApp(App[int]):
     BINDINGS = [
         Binding("f1", "help", "Help", id="app.help"),
         Binding("f2", "section('portfolio')", "Portfolio", id="app.portfolio"),
+        Binding("f8", "section('buildings')", "Buildings", id="app.buildings", show=False),
         Binding("f3", "section('benchmarks')", "Benchmarks", id="app.benchmarks", show=False),
         Binding("f4", "section('reports')", "Reports", id="app.reports", show=False),
         Binding("f5", "section('sync')", "Sync", id="app.sync", show=False),
         Binding("f6", "section('import')", "Import", id="app.import", show=False),
         Binding("ctrl+o", "profiles", "Profiles", id="app.profiles", show=False),
+        Binding("u", "toggle_units", "Units", id="app.units", show=False),
         Binding("f7", "pm_export", "PM export", id="app.pm_export", show=False),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
     ]
@@ -130,6 +141,9 @@ class BPSyncApp(App[int]):
         self.import_dir = import_dir or Path.cwd()
         self.connection: Connection | None = None
         self._keymap_override = keymap
+        self.units: Units = "si"
+        self.units_chosen = False  # by the profile or the `u` key: the portfolio's default waits
+        self.outlooks: dict[str, ComplianceOutlook] = {}
         self._sections: set[str] = set()
 
     # --- start and sign in -----------------------------------------------------------------------
@@ -162,6 +176,35 @@ class BPSyncApp(App[int]):
             self.run_worker(old.client.aclose(), group="close", exit_on_error=False)
         self.badge = environment_badge(connection.environment)
         self.where = f"profile {connection.name}"
+        if old is not connection:
+            self.outlooks = {}
+            units = connection.profile.units
+            self.units_chosen = units in ("si", "us")
+            if self.units_chosen:
+                self.set_units(units)  # type: ignore[arg-type]
+
+    # --- units -----------------------------------------------------------------------------------
+
+    def set_units(self, units: Units) -> None:
+        changed = units != self.units
+        self.units = units
+        if changed:
+            # Every screen of every section, so one shown later is already up to date.
+            stacks = getattr(self, "_screen_stacks", {}) or {"": self.screen_stack}
+            for stack in list(stacks.values()):
+                for screen in stack:
+                    screen.post_message(UnitsChanged(units))
+
+    def follow_portfolio_units(self, countries: Iterable[str | None]) -> None:
+        if not self.units_chosen:
+            self.set_units(default_units(countries))
+
+    def action_toggle_units(self) -> None:
+        """u: SI ↔ US units for this session (a profile's `units` sets the start)."""
+        self.units_chosen = True
+        self.set_units(other(self.units))
+        label = "US units (ft², kBtu, kBtu/ft², therms)" if self.units == "us" else "SI units"
+        self.notify(f"Showing {label}.")
 
     def after_sign_in(self) -> None:
         """Fresh sections for the new connection, then the portfolio."""

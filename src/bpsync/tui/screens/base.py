@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rich.text import Text
+from textual import work
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from textual.widgets import DataTable
 
     from bpsync.client.service import AsyncServiceClient
+    from bpsync.tui.widgets.export import TableContent
 
 T = TypeVar("T")
 ID_SHAPE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9]+$")  # prp_…, bld_…, mtr_…, rdg_…, rpt_…
@@ -60,6 +63,7 @@ class AppScreen(Screen[Any]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="screen.back"),
         Binding("c", "copy_id", "Copy id", id="screen.copy_id", show=False),
+        Binding("e", "export", "Export", id="screen.export", show=False),
     ]
 
     @property
@@ -107,6 +111,46 @@ class AppScreen(Screen[Any]):
         self.app.copy_to_clipboard(found)
         self.inline(f"Copied {found}", error=False)
         self.notify(f"Copied {found} to the clipboard.")
+
+    def export_content(self) -> TableContent | None:
+        """What `e` exports: the focused table, else the screen's first table, as shown. Screens
+        whose cells hold more than their text (units, numbers) override this."""
+        from textual.widgets import DataTable
+
+        from bpsync.tui.widgets.export import from_datatable
+
+        table = self.focused if isinstance(self.focused, DataTable) else None
+        if table is None:
+            tables = self.query(DataTable)
+            table = tables.first() if tables else None
+        if table is None or not table.row_count:
+            return None
+        title = getattr(self, "HELP_TITLE", "") or type(self).__name__
+        return from_datatable(title, table)
+
+    def action_export(self) -> None:
+        """e: the table on screen (visible rows and columns, as sorted, filtered and in the units
+        shown) to CSV and XLSX in the download dir; a notification says where."""
+        content = self.export_content()
+        if content is None:
+            self.notify("There is no table with rows to export here.", severity="warning")
+            return
+        self._export(content, self.bpsync.download_dir, self.bpsync.clock())
+
+    @work(thread=True, group="export", exit_on_error=False)
+    def _export(self, content: TableContent, folder: Path, now: Any) -> None:
+        from bpsync.tui.widgets.export import export, summary
+
+        try:
+            files = export(content, folder, now)
+        except OSError as exc:
+            self.app.call_from_thread(
+                self.notify, f"Export failed: {describe(exc)}", severity="error", timeout=10
+            )
+            return
+        text = summary(content, files)
+        self.app.call_from_thread(self.notify, text, title="Exported", timeout=10)
+        self.app.call_from_thread(self.inline, text, False)
 
     def inline(self, text: str, error: bool = True) -> None:
         """Show a message in the screen's `#note` line, when it has one."""

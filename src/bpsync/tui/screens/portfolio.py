@@ -3,23 +3,35 @@ country (the service's `filter[...]`), sort, a search over name/reference/addres
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import datetime as dt
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import DataTable, Input, Select, Static
 
+from bpsync import building_table as BT
+from bpsync.building_table import BuildingRow
 from bpsync.client.models import Property
-from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, property_row
+from bpsync.compliance import ComplianceOutlook
+from bpsync.tui.context import UnitsChanged
+from bpsync.tui.format import PROPERTY_TYPES, SORTS, matches, money, property_row
 from bpsync.tui.messages import ArchiveDone, PropertiesPage
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen, near_end
+from bpsync.tui.widgets.building_table import BuildingTable
 from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable, right
 from bpsync.tui.widgets.topbar import TopBar
+
+if TYPE_CHECKING:
+    from bpsync.tui.widgets.export import TableContent
 
 COLUMNS = ("Name", "Type", "City", "Country", right("Bldgs"), right("GFA m²"), "Status")
 # Start fetching the next page when the cursor or the scroll position is this close to the end.
@@ -91,6 +103,7 @@ class PortfolioScreen(AppScreen):
         Binding("a", "archive", "Archive", id="portfolio.archive"),
         Binding("r", "reload", "Reload", id="portfolio.reload"),
         Binding("b", "app.section('benchmarks')", "Benchmarks", id="portfolio.benchmarks"),
+        Binding("t", "app.section('buildings')", "Buildings", id="portfolio.buildings"),
     ]
 
     def __init__(self) -> None:
@@ -322,3 +335,241 @@ class PortfolioScreen(AppScreen):
         self.inline(
             f"Archived {prop.name} at {result.archived_at:%Y-%m-%d %H:%M} UTC.", error=False
         )
+
+
+# --- the table of buildings (issue 28) -----------------------------------------------------------
+
+
+@dataclass
+class BuildingsListed(Message, bubble=False):
+    """Buildings of some properties (the list phase), for the load `generation`."""
+
+    generation: int
+    rows: list[BuildingRow]
+
+
+@dataclass
+class BuildingsUpdated(Message, bubble=False):
+    """Benchmark figures (`row`) or a compliance outlook (`outlook`) of one building."""
+
+    generation: int
+    building_id: str
+    row: BuildingRow | None = None
+    outlook: ComplianceOutlook | None = None
+
+
+@dataclass
+class BuildingsPhase(Message, bubble=False):
+    generation: int
+    phase: str  # "listed" | "done"
+
+
+class BuildingsScreen(AppScreen):
+    HELP_TITLE = "Buildings"
+    HELP = (
+        "Every building of the portfolio with its floor area, EUI, carbon intensity, svc score "
+        "(ⓘ: why there is none, under the table), data-quality grade and the city law that "
+        "applies (LL97 in New York City, BERDO in Boston) with its status and projected yearly "
+        "penalty now and in the next period. Compliance figures hold the last complete year's "
+        "emissions constant. Type to filter (building, property, city, country, use); s or a "
+        "click on a heading sorts, S reverses; u switches SI/US units; e exports the table as "
+        "shown to CSV and XLSX; enter opens the building's benchmarks."
+    )
+    AUTO_FOCUS = "#buildings"
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="buildings.filter"),
+        Binding("s", "next_sort", "Sort", id="buildings.sort"),
+        Binding("S", "reverse", "Reverse", id="buildings.reverse", show=False),
+        Binding("u", "app.toggle_units", "Units", id="buildings.units"),
+        Binding("e", "export", "Export", id="buildings.export"),
+        Binding("r", "reload", "Reload", id="buildings.reload"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generation = 0
+        self.phase = ""
+        self.benchmarked = 0
+        self.assessed = 0
+
+    def compose(self) -> ComposeResult:
+        yield TopBar("Buildings")
+        yield Input(placeholder="/ filter: name, city, country, use", id="filter", compact=True)
+        yield BuildingTable(id="buildings")
+        yield Static("", id="status", classes="statusline")
+        yield Static("", id="detail")
+        yield Static("", id="note")
+        yield AppFooter()
+
+    @property
+    def table(self) -> BuildingTable:
+        return self.query_one("#buildings", BuildingTable)
+
+    def on_mount(self) -> None:
+        self.table.set_view(units=self.bpsync.units)
+        self.reload()
+
+    def reload(self) -> None:
+        self.generation += 1
+        self.phase, self.benchmarked, self.assessed = "", 0, 0
+        self.table.rows_by_id.clear()
+        self.table.rebuild()
+        self.load(self.generation, self.bpsync.clock().date())
+        self._status()
+
+    @work(exclusive=True, group="buildings", exit_on_error=False)
+    async def load(self, generation: int, today: dt.date) -> None:
+        client = self.client
+        rows: list[BuildingRow] = []
+
+        async def listed() -> None:
+            async for chunk in BT.list_rows(client):
+                rows.extend(chunk)
+                self.post_message(BuildingsListed(generation, chunk))
+
+        if await self.guarded("Buildings", listed()) is None and not rows:
+            return
+        self.post_message(BuildingsPhase(generation, "listed"))
+
+        async def scores() -> None:
+            async for row in BT.benchmarks(client, rows):
+                self.post_message(BuildingsUpdated(generation, row.building_id, row=row))
+
+        async def laws() -> None:
+            async for row in BT.outlooks(client, rows, today, self.bpsync.outlooks):
+                self.post_message(
+                    BuildingsUpdated(generation, row.building_id, outlook=row.outlook)
+                )
+
+        await self.guarded("Scores", asyncio.gather(scores(), laws()))
+        self.post_message(BuildingsPhase(generation, "done"))
+
+    def on_buildings_listed(self, message: BuildingsListed) -> None:
+        if message.generation == self.generation:
+            self.table.put(message.rows)
+            self._status()
+
+    def on_buildings_updated(self, message: BuildingsUpdated) -> None:
+        if message.generation != self.generation:
+            return
+        old = self.table.rows_by_id.get(message.building_id)
+        if old is None:
+            return
+        if message.row is not None:
+            self.benchmarked += 1
+            self.table.put([replace(message.row, outlook=old.outlook)])
+        else:
+            self.assessed += 1
+            self.table.put([replace(old, outlook=message.outlook)])
+        self._status()
+
+    def on_buildings_phase(self, message: BuildingsPhase) -> None:
+        if message.generation != self.generation:
+            return
+        self.phase = message.phase
+        if message.phase == "listed":
+            self.bpsync.follow_portfolio_units(r.country for r in self.table.rows_by_id.values())
+        else:
+            self.table.schedule(now=True)
+        self._status()
+
+    def on_units_changed(self, message: UnitsChanged) -> None:
+        self.table.set_view(units=message.units)
+        self._status()
+
+    def _status(self) -> None:
+        table = self.table
+        total = len(table.rows_by_id)
+        text = f"{total} buildings"
+        if table.term:
+            shown = sum(1 for r in table.rows_by_id.values() if BT.matches(r, table.term))
+            text = f"{shown} of {total} buildings match “{table.term}”"
+        column = next(c for c in BT.COLUMNS if c.key == table.sort_key)
+        text += f" · sorted by {column.heading(table.units) or column.key}"
+        text += " ▼" if table.descending else " ▲"
+        text += " · US units" if table.units == "us" else " · SI units"
+        if self.phase != "done":
+            covered = sum(1 for r in table.rows_by_id.values() if r.law)
+            text += f" · loading: scores {self.benchmarked}/{total}"
+            text += f", compliance {self.assessed}/{total}" if covered else ""
+        self.query_one("#status", Static).update(Text(text))
+        self._detail()
+
+    @on(DataTable.RowHighlighted, "#buildings")
+    def _highlighted(self) -> None:
+        self._detail()
+
+    def _detail(self) -> None:
+        row = self.table.selected()
+        self.query_one("#detail", Static).update(Text(detail_line(row) if row else ""))
+
+    @on(Input.Changed, "#filter")
+    def _filter(self, event: Input.Changed) -> None:
+        self.table.set_view(term=event.value.strip())
+        self._status()
+
+    @on(Input.Submitted, "#filter")
+    def _filtered(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.table.focus()
+
+    @on(DataTable.RowSelected, "#buildings")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        row = self.table.rows_by_id.get(str(event.row_key.value))
+        if row is not None:
+            from bpsync.tui.screens.benchmarks import BenchmarksScreen
+
+            self.app.push_screen(BenchmarksScreen(row.building_id, row.building))
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_next_sort(self) -> None:
+        self.table.next_sort()
+        self._status()
+
+    def action_reverse(self) -> None:
+        self.table.set_view(descending=not self.table.descending)
+        self._status()
+
+    def action_reload(self) -> None:
+        self.bpsync.outlooks.clear()
+        self.reload()
+
+    def action_back(self) -> None:
+        self.table.focus()
+
+    def export_content(self) -> TableContent | None:
+        """The visible rows as numbers in the units shown (not the rounded text)."""
+        from bpsync.tui.widgets.export import TableContent
+
+        table = self.table
+        if not table.shown:
+            return None
+        headers = [c.heading(table.units) for c in BT.COLUMNS]
+        headers[-2:] = ["Penalty now (USD/yr)", "Penalty next (USD/yr)"]
+        rows = tuple(
+            tuple(BT.values(r, table.units)[c.key] for c in BT.COLUMNS) for r in table.shown
+        )
+        return TableContent("Buildings", tuple(headers), rows)
+
+
+def detail_line(row: BuildingRow) -> str:
+    """Under the table, the highlighted building: why it has no score, and its law's figures
+    with the basis of the projection."""
+    parts = [f"{row.building} ({row.property}, {row.city})"]
+    if row.benchmarked and row.svc_score is None and row.score_note:
+        parts.append(f"no svc score: {row.score_note}")
+    outlook = row.outlook
+    if outlook is None:
+        if row.law:
+            parts.append(f"{row.law}: loading…")
+    elif not outlook.covered or not outlook.periods:
+        if outlook.law:
+            parts.append(f"{outlook.law} {outlook.status}: {outlook.reason}")
+    else:
+        figures = ", ".join(
+            f"{p.label} {money(p.penalty)}/yr" for p in (outlook.current(), outlook.next()) if p
+        )
+        parts.append(f"{outlook.law} {outlook.status}: {figures}, {outlook.basis_text}")
+    return " · ".join(parts)
