@@ -114,12 +114,10 @@ class Column:
         )
 
 
+# Scores and compliance first, so 120 columns show them all beside the name; 80 columns show the
+# name, GFA, EUI, carbon, score, grade and law (the rest scroll into view).
 COLUMNS: tuple[Column, ...] = (
     Column("building", "Building"),
-    Column("property", "Property"),
-    Column("city", "City"),
-    Column("country", "Ctry"),
-    Column("use_type", "Use"),
     Column("gfa", "GFA {unit}", "area", True),
     Column("eui", "EUI {unit}", "eui", True),
     Column("carbon", "{unit}", "intensity", True),
@@ -129,6 +127,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("status", "Status"),
     Column("penalty_now", "Penalty now", numeric=True),
     Column("penalty_next", "Penalty next", numeric=True),
+    Column("property", "Property"),
+    Column("city", "City"),
+    Column("country", "Ctry"),
+    Column("use_type", "Use"),
 )
 KEYS = tuple(c.key for c in COLUMNS)
 

@@ -33,17 +33,8 @@ def test_list_json_csv_and_table(seeded: Seeded) -> None:
 
     result = invoke("benchmarks", "list", "--csv", "--units", "us", "--sort", "-gfa")
     rows = list(csv.reader(io.StringIO(result.stdout)))
-    assert rows[0][2:10] == [
-        "Building",
-        "Property",
-        "City",
-        "Ctry",
-        "Use",
-        "GFA ft²",
-        "EUI kBtu/ft²",
-        "kgCO₂e/ft²",
-    ]
-    assert rows[1][2] == "Tower A" and float(rows[1][7]) == pytest.approx(46_000 * 10.7639)
+    assert rows[0][2:6] == ["Building", "GFA ft²", "EUI kBtu/ft²", "kgCO₂e/ft²"]
+    assert rows[1][2] == "Tower A" and float(rows[1][3]) == pytest.approx(46_000 * 10.7639)
     assert rows[1][-1] == "projected from 2025's emissions"
 
     result = invoke("benchmarks", "list", "--search", "boston", "--sort", "building")

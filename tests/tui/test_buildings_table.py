@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from bpsync.building_table import KEYS
 from bpsync.config import Profile, save_profile
 from bpsync.tui.app import BPSyncApp
 from tests.tui.conftest import Seeded, login, shown, until
@@ -65,8 +66,14 @@ async def test_rows_scores_and_compliance(seeded: Seeded, tmp_path: Path, size) 
         # Every demo building's svc score is missing (too few peers): the reason is on screen.
         assert all(r.svc_score is None and "a score needs 5" in r.score_note for r in rows.values())
         by_name = dict(zip(column(app, "building"), cells(app), strict=True))
-        assert by_name["Riverside House"][-4:] == ["\u2013", "not covered", "\u2013", "\u2013"]
-        assert by_name["Tower A"][-3] in ("compliant", "over limit")
+        riverside = dict(zip(KEYS, by_name["Riverside House"], strict=True))
+        assert [riverside[k] for k in ("law", "status", "penalty_now", "penalty_next")] == [
+            "\u2013",
+            "not covered",
+            "\u2013",
+            "\u2013",
+        ]
+        assert by_name["Tower A"][KEYS.index("status")] in ("compliant", "over limit")
         # The highlighted row's detail: the score's reason and the projection's basis.
         await pilot.press("home")
         while app.screen.table.selected().building != "Tower A":  # type: ignore[union-attr]
@@ -99,26 +106,27 @@ async def test_filter_sort_units_and_export(seeded: Seeded, tmp_path: Path, size
             await pilot.pause()
             assert len(cells(app)) == expected, term
         await pilot.press("enter")  # back to the table
-        # Sort: s cycles the column (Building → Property), S reverses; a heading click sorts.
+        # Sort: s cycles the column (Building → GFA → ...), S reverses; a heading click sorts.
         await pilot.press("s")
-        assert app.screen.table.sort_key == "property"
-        props = column(app, "property")
-        assert props == sorted(props, key=str.casefold)
-        await pilot.press("S")
-        assert column(app, "property") == sorted(props, key=str.casefold, reverse=True)
-        app.screen.table.sort_by("gfa")
-        await pilot.pause()
+        assert app.screen.table.sort_key == "gfa"
         gfa = [float(v.replace(",", "")) for v in column(app, "gfa")]
         assert gfa == sorted(gfa)
+        await pilot.press("S")
+        assert column(app, "building")[0] == "Tower A"  # 46,000 m²
+        app.screen.table.sort_by("property")  # what a click on the heading does
+        await pilot.pause()
+        props = column(app, "property")
+        assert props == sorted(props, key=str.casefold)
+        app.screen.table.sort_by("gfa")
         app.screen.table.sort_by("gfa")  # again: descending
         await pilot.pause()
-        assert column(app, "building")[0] == "Tower A"  # 46,000 m²
+        assert column(app, "building")[0] == "Tower A"
         # Units: u switches to ft², kBtu/ft², kgCO2e/ft² (the reference's factors).
         await pilot.press("u")
         await pilot.pause()
         assert app.units == "us"
         headings = [str(c.label) for c in app.screen.table.ordered_columns]
-        assert headings[5:8] == ["GFA ft² ▼", "EUI kBtu/ft²", "kgCO₂e/ft²"]
+        assert headings[1:4] == ["GFA ft² ▼", "EUI kBtu/ft²", "kgCO₂e/ft²"]
         assert column(app, "gfa")[0] == f"{46_000 * 10.7639:,.0f}"
         assert "US units" in shown(app, "#status")
         # Export: what is shown (sorted, filtered, in US units), CSV and XLSX in the download dir.
@@ -132,15 +140,15 @@ async def test_filter_sort_units_and_export(seeded: Seeded, tmp_path: Path, size
         assert str(csv_path) in shown(app, "#note")
         with csv_path.open(encoding="utf-8-sig") as f:
             table = list(csv.reader(f))
-        assert table[0][5:8] == ["GFA ft²", "EUI kBtu/ft²", "kgCO₂e/ft²"]
+        assert table[0][1:4] == ["GFA ft²", "EUI kBtu/ft²", "kgCO₂e/ft²"]
         assert [r[0] for r in table[1:]] == column(app, "building")
-        assert float(table[1][5]) == pytest.approx(12_500 * 10.7639)  # North Block
+        assert float(table[1][1]) == pytest.approx(12_500 * 10.7639)  # North Block
         sheet = load_workbook(next(folder.glob("*.xlsx"))).active
         assert sheet is not None
         values = list(sheet.iter_rows(values_only=True))
         assert values[0][-2:] == ("Penalty now (USD/yr)", "Penalty next (USD/yr)")
         assert [r[0] for r in values[1:]] == column(app, "building")
-        assert values[1][5] == pytest.approx(12_500 * 10.7639)
+        assert values[1][1] == pytest.approx(12_500 * 10.7639)
         await pilot.press("u")  # back to SI
         await pilot.pause()
         assert app.units == "si" and column(app, "gfa")[0] == "12,500"

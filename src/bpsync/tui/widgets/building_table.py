@@ -17,6 +17,7 @@ from bpsync.tui.widgets.plain import PlainTable
 from bpsync.units import Units
 
 REFRESH = 0.2  # seconds between rebuilds while results arrive
+NAME_WIDTH = 24
 ARROWS = {False: " ▲", True: " ▼"}
 
 
@@ -34,7 +35,7 @@ class BuildingTable(PlainTable):
         self.units: Units = "si"
         self.shown: list[BuildingRow] = []  # the visible rows, in order
         self._scheduled = False
-        self._headings: tuple[str, ...] = ()
+        self._headings: tuple[tuple[str, ...], int] | None = None
 
     # --- what is shown ---------------------------------------------------------------------------
 
@@ -90,16 +91,22 @@ class BuildingTable(PlainTable):
             self.rows_by_id.values(), self.term, self.sort_key, self.descending, self.units
         )
         headings = self.headings()
-        if headings != self._headings:
+        # The name column is as wide as the longest name shown, up to NAME_WIDTH (cut with …).
+        width = min(NAME_WIDTH, max([len(headings[0]), *(len(r.building) for r in self.shown)]))
+        if (headings, width) != self._headings:
             self.clear(columns=True)
             for column, text in zip(BT.COLUMNS, headings, strict=True):
                 label = Text(text, justify="right" if column.numeric else "left")
-                self.add_column(label, key=column.key)
-            self._headings = headings
+                self.add_column(
+                    label, key=column.key, width=width if column.key == "building" else None
+                )
+            self._headings = (headings, width)
         else:
             self.clear()
         for row in self.shown:
             cells = BT.cells(row, self.units)
+            if len(cells["building"]) > width:
+                cells["building"] = cells["building"][: width - 1] + "…"
             self.add_row(
                 *(
                     Text(cells[c.key], justify="right") if c.numeric else cells[c.key]
