@@ -2,7 +2,7 @@
 what they need from here, never from the rooms below (tests/unit/test_structure.py holds them to
 it). Tests and benchmarks may reach into a room.
 
-The rooms, in the order data flows (docs/architecture.md has the table):
+The rooms, in the order data flows (docs/import.md has the table):
 - `readers/` files into tables (CSV, workbooks, Green Button);
 - `understand/` what a table means: templates, each field's column, the whole-file evidence
   (decimal separator, date order, period convention);
