@@ -90,5 +90,3 @@ class RowProblems:
                 severity="notice",
             )
             self.active[pos] = False
-
-    # -- row fields
