@@ -46,7 +46,7 @@ from bpservice.settings import RateLimits, Settings
 from bpsync.client import AsyncServiceClient
 from bpsync.commands.demo import EmbeddedServer
 from bpsync.ingest import MeterCatalog, MeterInfo, StoredReading, check, prepare
-from bpsync.ingest.importer import ImportOptions, import_file
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 
 
 class Counting(httpx.AsyncBaseTransport):

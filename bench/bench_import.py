@@ -32,7 +32,7 @@ from bpservice.app import create_app
 from bpservice.settings import RateLimits, Settings
 from bpsync.client import AsyncServiceClient
 from bpsync.commands.demo import EmbeddedServer
-from bpsync.ingest.importer import ImportOptions, import_file
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 
 
 class Counting(httpx.AsyncBaseTransport):

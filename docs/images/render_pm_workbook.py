@@ -24,7 +24,7 @@ def export(root: Path) -> Path:
     from typer.testing import CliRunner
 
     from bpsync.cli import app
-    from bpsync.ingest.meters import link_meter
+    from bpsync.ingest import link_meter
     from tests.conftest import FakeClock, LiveServer, MemoryKeyring, _bootstrap, make_service_app
 
     os.environ["BPSYNC_CONFIG_DIR"] = str(root / "config")

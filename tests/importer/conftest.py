@@ -10,7 +10,7 @@ import pytest
 
 from bpsync.client import AsyncServiceClient
 from bpsync.ingest import read_register
-from bpsync.ingest.register_submit import import_register
+from bpsync.ingest.register.apply import import_register
 from bpsync.paths import package_dir
 from tests.conftest import Service, isolate_bpsync
 from tests.service.conftest import scaled_service  # noqa: F401 (a live service with given limits)

@@ -13,9 +13,10 @@ from openpyxl import load_workbook
 
 from bpsync.client import AsyncServiceClient
 from bpsync.ingest import check_file, read_register
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.meters import fetch_portfolio, load_meter_map
-from bpsync.ingest.register_submit import import_register
+from bpsync.ingest.lookup.fetch import fetch_portfolio
+from bpsync.ingest.lookup.meter_map import load_meter_map
+from bpsync.ingest.register.apply import import_register
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 from tests.importer.conftest import PROFILE, SAMPLES
 from tests.importer.helpers import monthly_csv, server_readings
 
@@ -140,7 +141,7 @@ async def test_dry_run_sends_nothing_and_plans(client, registered, samples):
     summary = await import_file(
         client, PROFILE, samples("bills_workbook.xlsx"), ImportOptions(dry_run=True)
     )
-    # The interpreter settings held while it worked (bpsync.ingest.runtime) are given back.
+    # The interpreter settings held while it worked (bpsync.ingest.run.runtime) are given back.
     assert sys.getswitchinterval() == switch_interval and gc.get_freeze_count() == 0
     assert summary.status == "dry-run" and summary.pending == 38
     assert summary.plan["readings"] == 38 and summary.plan["meters"] == 4

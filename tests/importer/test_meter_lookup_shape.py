@@ -14,8 +14,9 @@ import httpx
 import pytest
 
 from bpsync.client import AsyncServiceClient
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.meters import fetch_portfolio, link_meter
+from bpsync.ingest.lookup.fetch import fetch_portfolio
+from bpsync.ingest.lookup.meter_map import link_meter
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 from tests.conftest import Service
 from tests.importer.conftest import PROFILE
 from tests.importer.helpers import monthly_csv

@@ -15,7 +15,7 @@ from openpyxl import Workbook
 from typer.testing import CliRunner
 
 from bpsync.cli import app
-from bpsync.ingest.journal import Journal
+from bpsync.ingest.send.journal import Journal
 from tests.conftest import Org, Service, make_org
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpsync.client.ratelimit import Bucket
-from bpsync.ingest.plan import (
+from bpsync.ingest.send.plan_calls import (
     BucketBudget,
     Limits,
     _estimate,

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bpsync.cli import app
-from bpsync.ingest.journal import Journal
+from bpsync.ingest.send.journal import Journal
 from tests.conftest import Org, Service, make_org
 
 LOCKED = "The building's readings are locked through 2024-01-31"

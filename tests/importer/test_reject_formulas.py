@@ -15,7 +15,7 @@ from openpyxl import Workbook, load_workbook
 from typer.testing import CliRunner
 
 from bpsync.cli import app
-from bpsync.ingest.results import RejectedRow, write_reject_report
+from bpsync.ingest.send.results import RejectedRow, write_reject_report
 from tests.conftest import Org, Service, make_org
 
 CMD = "=cmd|' /C calc'!A0"

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from bpsync.client import AsyncServiceClient
-from bpsync.ingest.importer import ImportOptions, import_file, target_of
-from bpsync.ingest.journal import Journal
-from bpsync.ingest.meters import fetch_portfolio
+from bpsync.ingest.lookup.fetch import fetch_portfolio
+from bpsync.ingest.run.import_file import ImportOptions, import_file, target_of
+from bpsync.ingest.send.journal import Journal
 from tests.conftest import Service
 from tests.importer.conftest import PROFILE
 from tests.importer.helpers import Crash, LoseAnswer, monthly_csv, server_readings
@@ -182,7 +182,7 @@ async def test_unreachable_service_stops_cleanly_and_resumes(service, client, re
 
 
 def _hash(path) -> str:
-    from bpsync.ingest.importer import file_hash
+    from bpsync.ingest.run.import_file import file_hash
 
     return file_hash(path)
 

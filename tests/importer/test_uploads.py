@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from bpsync.client import readings as readings_module
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.journal import Journal
+from bpsync.ingest.run.import_file import ImportOptions, import_file
+from bpsync.ingest.send.journal import Journal
 from tests.importer.conftest import PROFILE
 from tests.importer.test_resume import UNITS, expected, lossy, meter_ids, stored_set
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from bpservice.domain import readings as service_rules
 from bpservice.domain import units as service_units
 from bpservice.domain import vocab
-from bpsync.ingest import units
-from bpsync.ingest.validate import PastReading, predict_flags
+from bpsync.ingest.cells import units
+from bpsync.ingest.checks.service_rules import PastReading, predict_flags
 from bpsync.vocab import COUNTRY_CODES, SCOPES, USE_TYPES
 
 

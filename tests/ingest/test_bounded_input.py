@@ -226,8 +226,8 @@ def test_a_file_naming_too_many_meters_is_not_looked_up_name_by_name(tmp_path: P
     """More distinct meter references than any file of bills names: the importer's lookup
     stops collecting them (it lists the organisation's meters instead), so a million distinct
     garbage names are never held as one set while the file is read."""
-    from bpsync.ingest.frame import MAX_NAMED_METERS
-    from bpsync.ingest.pipeline import named_meters
+    from bpsync.ingest.readings.limits import MAX_NAMED_METERS
+    from bpsync.ingest.run.prepare import named_meters
 
     few = shapes.garbage_csv(tmp_path / "few.csv", 1_000)
     by, names = named_meters(few)  # type: ignore[misc]
@@ -307,7 +307,7 @@ def test_a_file_refusing_more_rows_than_the_limit_is_refused_as_a_whole(
     """A readable first row passes the probe, then garbage: every refused row keeps its cells and
     reason (about 1 KB), so 1M of them took 43 s and 1.2 GB. Past MAX_REFUSED_ROWS (here 100) the
     file is refused as a whole with the first reason; at the limit it is read row by row."""
-    from bpsync.ingest import pipeline
+    from bpsync.ingest.run import prepare as pipeline
 
     monkeypatch.setattr(pipeline, "MAX_REFUSED_ROWS", 100)
     path = shapes.garbage_csv(tmp_path / "late.csv", 101, by_id=True)
@@ -525,15 +525,16 @@ def test_xlsb_extents_match_calamine(tmp_path: Path) -> None:
 def test_refused_rows_are_counted_every_map_piece_not_every_read_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rows are read 200,000 at a time but mapped in pieces (frame.MAP_ROWS), and the refused
+    """Rows are read 200,000 at a time but mapped in pieces (readings.limits.MAP_ROWS), and the refused
     rows are counted after each piece: a readable first bill and a million garbage rows kept
     200,000 refused rows with their cells before the first count (655 MB in the CLI; 448 MB now,
     bench/bench_hostile.py garbage_1m_after_a_bill). Here pieces of 50 against a limit of 100:
     refused at 150, not at the end of the 1,000-row chunk."""
-    from bpsync.ingest import mapper, pipeline
+    from bpsync.ingest.readings import map_chunk
+    from bpsync.ingest.run import prepare as pipeline
 
     monkeypatch.setattr(pipeline, "MAX_REFUSED_ROWS", 100)
-    monkeypatch.setattr(mapper, "MAP_ROWS", 50)
+    monkeypatch.setattr(map_chunk, "MAP_ROWS", 50)
     path = shapes.garbage_csv(tmp_path / "late.csv", 1_000, by_id=True, readable_first=True)
     with pytest.raises(IngestError) as caught:
         prepare(path, catalog=MeterCatalog())

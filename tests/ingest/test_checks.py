@@ -1,5 +1,5 @@
-"""The column-wise checks (bpsync.ingest.checks) against the reading-by-reading rule they
-replace (validate._check_meter_with_stored, which meters with stored readings still use): for
+"""The column-wise checks (bpsync.ingest.checks.columnwise) against the reading-by-reading rule they
+replace (against_stored.check_meter_with_stored, which meters with stored readings still use): for
 random meters with duplicates, overlaps, gaps, negative values, odd period lengths, future dates
 and values placed exactly on the 3x / 25 % thresholds, the same accepted readings, flags and
 problems in the same order."""
@@ -12,20 +12,20 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpsync.ingest.checks import Context, check_meters
-from bpsync.ingest.normalise import Candidate
-from bpsync.ingest.problems import Where
-from bpsync.ingest.validate import (
+from bpsync.ingest.checks.against_stored import check_meter_with_stored as _check_meter_with_stored
+from bpsync.ingest.checks.against_stored import flag_stored_meters as _flag_stored_meters
+from bpsync.ingest.checks.collected import (
     COLUMNS,
     Collected,
     StoredReading,
     ValidationResult,
-    _check_meter_with_stored,
-    _flag_stored_meters,
     collected_from,
-    flags_by_ordinal,
-    validate,
 )
+from bpsync.ingest.checks.columnwise import Context, check_meters
+from bpsync.ingest.checks.service_rules import flags_by_ordinal
+from bpsync.ingest.checks.validate import validate
+from bpsync.ingest.problems import Where
+from bpsync.ingest.readings.assign_meters import Candidate
 
 
 def _collected(seed: int, meters: int) -> Collected:
@@ -181,8 +181,8 @@ def test_window_average_is_the_services_to_the_bit(meters, values, block):
     side by side, whatever block the readings are summed in."""
     import numpy as np
 
-    from bpsync.ingest import checks
-    from bpsync.ingest.validate import PastReading, twelve_month_average
+    from bpsync.ingest.checks import service_rules as checks
+    from bpsync.ingest.checks.service_rules import PastReading, twelve_month_average
 
     g, s, e = [], [], []
     for m, lengths in enumerate(meters):

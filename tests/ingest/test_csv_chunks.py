@@ -15,8 +15,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpsync.ingest.frame import table_chunks
 from bpsync.ingest.readers import read_csv
+from bpsync.ingest.readers.chunks import table_chunks
 
 FIELD = st.text(alphabet=st.sampled_from(list('ab1,;" \n\r\t.-é')), max_size=6)
 

@@ -11,8 +11,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpsync.ingest.frame import factorize, parse_numbers, per_value
-from bpsync.ingest.values import NumberError, cell_text, parse_number
+from bpsync.ingest.cells.columnar import factorize, parse_numbers, per_value
+from bpsync.ingest.cells.values import NumberError, cell_text, parse_number
 
 NUMBERISH = st.text(alphabet=st.sampled_from(list("0123456789,.-+ ()$€e_")), max_size=14)
 CELLS = st.one_of(
@@ -47,7 +47,7 @@ def test_numbers_typed_as_text(texts, decimal):
         assert _outcome(numbers, blank, faults, i) == _scalar(text, decimal), text
 
 
-# What Arrow converts itself (frame._ARROW_NUMBERS), with long mantissas where rounding is hard.
+# What Arrow converts itself (cells.columnar._ARROW_NUMBERS), with long mantissas where rounding is hard.
 DIGITS = st.from_regex(r"\A-?(\d{1,15}|\d{1,3}(,\d{3}){1,4})(\.\d{1,17})?\Z")
 DIGITS_COMMA = st.from_regex(r"\A-?(\d{1,15}|\d{1,3}(\.\d{3}){1,4})(,\d{1,17})?\Z")
 
@@ -109,7 +109,7 @@ def test_known_codes_equal_a_fresh_factorize(cells, text, picks):
     any of them) are coded from what made them, not hashed again: the codes and values are
     exactly factorize's of the same cells in a fresh array, merged values, order of first
     appearance and values no longer present included."""
-    from bpsync.ingest.frame import filled, spread, take
+    from bpsync.ingest.cells.columnar import filled, spread, take
 
     if text:
         cells = [c if c is None or isinstance(c, str) else cell_text(c) for c in cells]
@@ -141,7 +141,7 @@ def test_known_codes_equal_a_fresh_factorize(cells, text, picks):
 def test_first_present_per_pair_equals_row_by_row(pairs, picks):
     """A meter's id, else its key: per distinct pair when both columns come from the same codes
     (also after rows are taken from both), row by row otherwise; the same cells either way."""
-    from bpsync.ingest.frame import first_present, spread, take
+    from bpsync.ingest.cells.columnar import first_present, spread, take
 
     ids = np.array([i for i, _ in pairs] + [None], dtype=object)[:-1]
     keys = np.array([k for _, k in pairs] + [None], dtype=object)[:-1]

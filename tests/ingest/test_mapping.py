@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpsync.ingest import IngestError, Problem, check_file, load_template, map_table, open_table
-from bpsync.ingest.mapping import MappedRow
-from bpsync.ingest.templates import (
+from bpsync.ingest.cells.values import parse_header
+from bpsync.ingest.readings.mapped_rows import MappedRow
+from bpsync.ingest.understand.templates import (
     TemplateError,
     list_templates,
     match_template,
@@ -18,7 +19,6 @@ from bpsync.ingest.templates import (
     suggest_template,
     template_from_dict,
 )
-from bpsync.ingest.values import parse_header
 
 
 def mapped(path, template):
@@ -235,12 +235,8 @@ def test_the_decimal_scan_over_chunks_sees_what_the_row_scan_sees(rows, limit, t
     """A CSV's decimal evidence is gathered from its column chunks: the same counts, the same
     first example of each kind and the same stopping point (`limit` cells with proof, or 20
     times that without) as reading it row by row, blank lines and short rows included."""
-    from bpsync.ingest.mapping import (
-        _Evidence,
-        _evidence_by_chunks,
-        _evidence_by_rows,
-        resolve_columns,
-    )
+    from bpsync.ingest.understand.columns import resolve_columns
+    from bpsync.ingest.understand.evidence import _Evidence, _evidence_by_chunks, _evidence_by_rows
 
     lines = ["Meter,Start,End,Unit,Usage,Cost"]
     for n, (usage, cost, shape) in enumerate(rows):

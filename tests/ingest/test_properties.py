@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpsync.ingest import IngestError, Problem, check_file
-from bpsync.ingest.templates import template_from_dict
-from bpsync.ingest.values import NumberError, parse_number
+from bpsync.ingest.cells.values import NumberError, parse_number
+from bpsync.ingest.understand.templates import template_from_dict
 
 DATE_FORMATS = ["%Y-%m-%d", "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%d-%b-%Y", "%b %d, %Y"]
 ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "cp1252"]
@@ -123,8 +123,8 @@ def test_parse_number_never_raises_anything_else(text):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=15), min_size=1, max_size=8))
 def test_random_headers_never_crash_template_matching(headers):
-    from bpsync.ingest.templates import match_template, suggest_template
-    from bpsync.ingest.values import parse_header
+    from bpsync.ingest.cells.values import parse_header
+    from bpsync.ingest.understand.templates import match_template, suggest_template
 
     parsed = [parse_header(h, i) for i, h in enumerate(headers)]
     match_template(parsed)

@@ -1,4 +1,4 @@
-"""The interpreter settings an import holds while it works (bpsync.ingest.runtime): set by the
+"""The interpreter settings an import holds while it works (bpsync.ingest.run.runtime): set by the
 first holder, kept while any import still runs, and the process's own restored after the last."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import sys
 
-from bpsync.ingest.runtime import HANDOFF_SECONDS, frozen_heap, quick_handoffs
+from bpsync.ingest.run.runtime import HANDOFF_SECONDS, frozen_heap, quick_handoffs
 
 
 def test_switch_interval_held_while_any_import_runs() -> None:

@@ -118,7 +118,7 @@ def test_building_and_meter_name_matching(csv_file):
         },
         "columns": {"start_date": "Start", "end_date": "End", "consumption": "Usage"},
     }
-    from bpsync.ingest.templates import template_from_dict
+    from bpsync.ingest.understand.templates import template_from_dict
 
     _, r = check_file(path, template_from_dict(t), catalog=catalog())
     assert [c.meter_id for c in r.all_candidates()] == ["mtr_e"]
@@ -204,7 +204,7 @@ def test_stored_readings_arriving_while_the_check_runs_change_nothing(csv_file):
     import time
 
     from bpsync.ingest import check, prepare
-    from bpsync.ingest.meters import ArrivingStored
+    from bpsync.ingest.lookup.fetch import ArrivingStored
 
     prepared = prepare(_mixed_file(csv_file), "long_csv", catalog=catalog())
     at_once = check(prepared, existing=_STORED, today=D(2025, 1, 1))
@@ -231,7 +231,7 @@ def test_a_failed_fetch_ends_a_check_waiting_for_it(csv_file):
     import pytest
 
     from bpsync.ingest import check, prepare
-    from bpsync.ingest.meters import ArrivingStored, StoredUnavailable
+    from bpsync.ingest.lookup.fetch import ArrivingStored, StoredUnavailable
 
     prepared = prepare(_mixed_file(csv_file), "long_csv", catalog=catalog())
     arriving = ArrivingStored(["mtr_e"])

@@ -4,8 +4,8 @@ import datetime as dt
 
 import pytest
 
-from bpsync.ingest.dates import DateError, DateOrderEvidence, parse_date, parse_month
-from bpsync.ingest.values import NumberError, is_blank, parse_header, parse_number
+from bpsync.ingest.cells.dates import DateError, DateOrderEvidence, parse_date, parse_month
+from bpsync.ingest.cells.values import NumberError, is_blank, parse_header, parse_number
 
 
 @pytest.mark.parametrize(

@@ -237,7 +237,7 @@ CELL = st.one_of(
 
 
 def _chunked(table) -> list[tuple[int, tuple[object, ...]]]:
-    from bpsync.ingest.frame import table_chunks
+    from bpsync.ingest.readers.chunks import table_chunks
 
     out = []
     for chunk in table_chunks(table, size=4):

@@ -9,7 +9,7 @@ import json
 import openpyxl
 import pytest
 
-from bpsync.ingest.meters import link_meter
+from bpsync.ingest import link_meter
 from bpsync.pm_export.ledger import ledger_path
 from tests.conftest import Service
 from tests.pm_export.conftest import invoke, monthly, new_org, stored

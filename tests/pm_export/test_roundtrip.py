@@ -12,7 +12,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from bpsync.ingest.meters import link_meter, load_meter_map
+from bpsync.ingest import link_meter, load_meter_map
 from tests.conftest import isolate_bpsync
 from tests.pm_export.conftest import invoke, monthly, new_org, stored
 

@@ -15,7 +15,7 @@ from textual.app import App
 from textual.widgets import Input, Select, Static
 
 from bpsync.client import AsyncServiceClient
-from bpsync.ingest.meters import link_meter
+from bpsync.ingest import link_meter
 from bpsync.tui.screens.pm_export import PmExportScreen, read_form
 from tests.conftest import Service
 from tests.pm_export.conftest import monthly, new_org

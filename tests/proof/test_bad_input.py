@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from openpyxl import Workbook
 
 from bpsync.ingest import IngestError, Problem, check_file, prepare
-from bpsync.ingest.templates import template_from_dict
+from bpsync.ingest.understand.templates import template_from_dict
 from tests.proof.conftest import FULL
 
 HEADER = ["Meter ID", "Start Date", "End Date", "Consumption", "Unit"]

@@ -26,7 +26,7 @@ from bpservice.db.models import Reading
 from bpservice.faults import FAULT_KINDS, FaultSettings
 from bpservice.settings import RateLimits, Settings
 from bpsync.client import AsyncServiceClient, RetryPolicy
-from bpsync.ingest.importer import ImportOptions, import_file
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 from tests.conftest import FakeClock, LiveServer, Service, _bootstrap
 from tests.proof.conftest import FULL, count_rows
 

@@ -1,6 +1,15 @@
-"""The shape of the code a newcomer changes first (issue 15): no import cycles anywhere in
-`src/`, and no function longer than ~120 lines in the command line, the client's request path,
-the watcher and the demo."""
+"""The shape of the code a newcomer changes first (issues 15 and 26): no import cycles anywhere in
+`src/`; in the import engine none even through imports inside functions, and no room of it
+(`bpsync/ingest/<room>/`) that a file's imports lead out of and back into; the command line, the
+watcher and the terminal app enter the engine only by its door (`bpsync.ingest`); no module over
+700 lines or class over 250 lines where the engine's shape matters; and no function longer than
+~120 lines in the command line, the client's request path, the watcher and the demo.
+
+Lazy imports: outside the engine an import inside a function is not an edge (it runs when called,
+and a deliberate one, such as the command line's, breaks no import). Inside the engine it is an
+edge like any other: the issue's measure is that following a file's path through its imports
+never returns to a room it left, and a reader follows a lazy import as much as an eager one.
+`if TYPE_CHECKING:` blocks are never edges (only a type checker runs them)."""
 
 from __future__ import annotations
 
@@ -17,6 +26,11 @@ CHECKED = (
     "bpsync/watch",
     "bpsync/session.py",
 )
+ENGINE = "bpsync.ingest"
+# Where a module over MAX_MODULE_LINES or a class over MAX_CLASS_LINES is refused (issue 26).
+SIZED = ("bpsync/ingest", "bpsync/tui", "bpservice/reporting")
+MAX_MODULE_LINES = 700
+MAX_CLASS_LINES = 250
 
 
 def modules() -> dict[str, Path]:
@@ -27,6 +41,18 @@ def modules() -> dict[str, Path]:
             parts = parts[:-1]
         found[".".join(parts)] = path
     return found
+
+
+def not_type_checking(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every statement of the module, function bodies included, but `if TYPE_CHECKING:`."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def run_at_import(tree: ast.Module) -> Iterator[ast.AST]:
@@ -50,12 +76,13 @@ def with_parents(module: str, known: dict[str, Path]) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & set(known)
 
 
-def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Every module of ours that importing `name` runs (with the packages above it)."""
+def imports_of(name: str, path: Path, known: dict[str, Path], *, lazy: bool = False) -> set[str]:
+    """Every module of ours that importing `name` runs (with the packages above it); with `lazy`,
+    also those its functions import when called."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges: set[str] = set()
-    for node in run_at_import(tree):
+    for node in (not_type_checking if lazy else run_at_import)(tree):
         if isinstance(node, ast.Import):
             edges.update(a.name for a in node.names if a.name in known)
         elif isinstance(node, ast.ImportFrom):
@@ -110,10 +137,83 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles_in_src() -> None:
+def in_engine(name: str) -> bool:
+    return name == ENGINE or name.startswith(ENGINE + ".")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of ours it imports: at import time, and inside the engine also in
+    function bodies (see the module's docstring)."""
     known = modules()
-    graph = {name: imports_of(name, path, known) for name, path in known.items()}
-    assert cycles(graph) == []
+    return {
+        name: imports_of(name, path, known, lazy=in_engine(name)) for name, path in known.items()
+    }
+
+
+def room(name: str) -> str:
+    """The engine's room a module lives in: the folder (or module) right below `bpsync.ingest`."""
+    return name.removeprefix(ENGINE + ".").split(".")[0]
+
+
+def test_no_import_cycles_in_src() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_room_of_the_engine_is_returned_to() -> None:
+    """The engine's rooms form a one-way chain (cells, readers, understand, readings, checks,
+    lookup, send, register, run): no module's imports lead out of its room and, through other
+    rooms, back in. The door (`bpsync.ingest` itself) is above them all."""
+    graph = import_graph()
+    rooms: dict[str, set[str]] = {}
+    for name, edges in graph.items():
+        if not name.startswith(ENGINE + "."):
+            continue
+        for edge in edges:
+            if edge.startswith(ENGINE + ".") and room(edge) != room(name):
+                rooms.setdefault(room(name), set()).add(room(edge))
+    assert rooms, "the engine's rooms were not found"
+    assert cycles(rooms) == []
+
+
+def test_the_engine_is_entered_by_its_door() -> None:
+    """The command line, the watcher and the terminal app take what they need from
+    `bpsync.ingest` (lazy imports included), never from a room behind it."""
+    known = modules()
+    through_a_room = {
+        name: sorted(
+            e for e in imports_of(name, path, known, lazy=True) if in_engine(e) and e != ENGINE
+        )
+        for name, path in known.items()
+        if name.startswith("bpsync.") and not in_engine(name)
+    }
+    assert {name: edges for name, edges in through_a_room.items() if edges} == {}
+
+
+def sized_files() -> list[Path]:
+    return [path for root in SIZED for path in sorted((SRC / root).rglob("*.py"))]
+
+
+def test_no_module_too_long_where_the_shape_matters() -> None:
+    lines = {
+        str(path.relative_to(SRC)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sized_files()
+    }
+    assert {name: n for name, n in lines.items() if n > MAX_MODULE_LINES} == {}
+
+
+def classes(path: Path) -> Iterator[tuple[str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            yield (
+                f"{path.relative_to(SRC)}:{node.lineno} {node.name}",
+                ((node.end_lineno or node.lineno) - node.lineno + 1),
+            )
+
+
+def test_no_class_too_long_where_the_shape_matters() -> None:
+    long = {name: n for path in sized_files() for name, n in classes(path) if n > MAX_CLASS_LINES}
+    assert long == {}
 
 
 def functions(path: Path) -> Iterator[tuple[str, int]]:

@@ -22,7 +22,7 @@ from fastapi import FastAPI
 from bpsync.client import AsyncServiceClient
 from bpsync.client.base import RetryPolicy
 from bpsync.config import Profile
-from bpsync.ingest.importer import ImportOptions
+from bpsync.ingest.run.import_file import ImportOptions
 from bpsync.watch.core import RunResult, WatchConfig, Watcher
 from bpsync.watch.log import WatchLog
 from bpsync.watch.service import ServiceImporter

@@ -11,8 +11,8 @@ import pytest
 from bpsync.client import errors as E
 from bpsync.commands.watch import exit_code_of
 from bpsync.config import ConfigError
-from bpsync.ingest.importer import ImportBusyError
 from bpsync.ingest.problems import IngestError
+from bpsync.ingest.run.import_file import ImportBusyError
 from bpsync.watch.core import RunResult, WatchConfig
 from bpsync.watch.rules import (
     ImportInterrupted,

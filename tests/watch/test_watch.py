@@ -16,7 +16,7 @@ import pytest
 from bpsync.client import AsyncServiceClient
 from bpsync.commands.watch import exit_code_of
 from bpsync.ingest import read_register
-from bpsync.ingest.register_submit import import_register
+from bpsync.ingest.register.apply import import_register
 from bpsync.paths import package_dir
 from bpsync.watch.status import read_status
 from bpsync.watch.summary import watch_status_lines

@@ -37,10 +37,7 @@ from bpsync.client import errors as E
 from bpsync.client.auth import keyring_problem
 from bpsync.client.service import AsyncServiceClient, api_key_name, secret_store_for
 from bpsync.config import DEFAULT_PROFILE, Profile, load_config, save_config
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.problems import IngestError
-from bpsync.ingest.register import read_register
-from bpsync.ingest.register_submit import import_register
+from bpsync.ingest import ImportOptions, IngestError, import_file, import_register, read_register
 from bpsync.paths import ensure_private_dir, package_dir
 
 PROFILE = "demo"

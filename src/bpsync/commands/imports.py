@@ -21,22 +21,30 @@ from rich.markup import escape
 from bpsync.cli import output as cli
 from bpsync.client import errors as E
 from bpsync.config import ConfigError
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.interrupt import Interrupts
-from bpsync.ingest.meters import link_meter, load_meter_map, meter_map_path, unlink_meter
-from bpsync.ingest.plan import DEFAULT_HEADROOM
-from bpsync.ingest.problems import IngestError
-from bpsync.ingest.register import read_register
-from bpsync.ingest.register_submit import RegisterOutcome, import_register
-from bpsync.ingest.results import ImportSummary, problems_table, render
-from bpsync.ingest.submit import NoProgress, RichProgress
-from bpsync.ingest.templates import (
+from bpsync.ingest import (
+    DEFAULT_HEADROOM,
+    ImportOptions,
+    ImportSummary,
+    IngestError,
+    Interrupts,
+    NoProgress,
+    RegisterOutcome,
+    RichProgress,
     TemplateError,
     builtin_templates_dir,
+    import_file,
+    import_register,
+    link_meter,
     list_templates,
+    load_meter_map,
     load_template,
+    meter_map_path,
+    problems_table,
+    read_register,
+    render,
     save_template,
     suggest_template,
+    unlink_meter,
 )
 from bpsync.paths import user_templates_dir
 
@@ -275,7 +283,7 @@ def templates_show(ctx: typer.Context, name: str, as_json: cli.JsonOpt = False) 
     except (TemplateError, IngestError) as exc:
         cli.fail(str(exc), cli.EXIT.NOT_FOUND, None, state.json)
     if state.json:
-        from bpsync.ingest.templates import template_to_dict
+        from bpsync.ingest import template_to_dict
 
         cli.print_json(
             {
@@ -294,7 +302,7 @@ def _with_detected_decimal(suggestion: Any, table: Any) -> Any:
     """Write the decimal separator the file's numbers show ("1.234,5" → ",") into the suggestion."""
     from dataclasses import replace
 
-    from bpsync.ingest.mapping import resolve_columns, scan_decimal
+    from bpsync.ingest import resolve_columns, scan_decimal
 
     try:
         decimal, _ = scan_decimal(table, resolve_columns(table, suggestion.template))
@@ -314,7 +322,7 @@ def templates_suggest(
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Suggest a mapping for a file no template matches (fuzzy-matching its headers)."""
-    from bpsync.ingest.readers import open_table
+    from bpsync.ingest import open_table
 
     state = cli._state(ctx, None, as_json)
     user_dir = user_templates_dir()

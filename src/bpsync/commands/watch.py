@@ -17,10 +17,7 @@ import typer
 from bpsync import logs
 from bpsync.cli import output as cli
 from bpsync.config import ConfigError
-from bpsync.ingest.importer import ImportOptions
-from bpsync.ingest.plan import DEFAULT_HEADROOM
-from bpsync.ingest.problems import IngestError
-from bpsync.ingest.templates import load_template
+from bpsync.ingest import DEFAULT_HEADROOM, ImportOptions, IngestError, load_template
 from bpsync.paths import user_templates_dir
 from bpsync.watch.core import RunResult, WatchConfig, Watcher, WatcherBusyError
 from bpsync.watch.log import WatchLog

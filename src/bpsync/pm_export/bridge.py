@@ -4,7 +4,6 @@ the profile's meter map. Imported lazily by the callers: the `bpsync.ingest` pac
 
 from __future__ import annotations
 
-from bpsync.ingest.meters import load_meter_map
-from bpsync.ingest.units import conversion_factor
+from bpsync.ingest import conversion_factor, load_meter_map
 
 __all__ = ["conversion_factor", "load_meter_map"]

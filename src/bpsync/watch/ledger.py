@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bpsync.ingest.journal import storable_name, stored_name
+from bpsync.ingest import storable_name, stored_name
 from bpsync.paths import ensure_private_dir
 from bpsync.watch.rules import Snapshot
 from bpsync.watch.status import RECENT_LIMIT, Fate, LedgerEntry

@@ -17,8 +17,7 @@ from typing import Any, Literal
 
 from bpsync.client import errors as E
 from bpsync.config import ConfigError
-from bpsync.ingest.problems import IngestError
-from bpsync.ingest.results import reject_report_path
+from bpsync.ingest import IngestError, reject_report_path
 from bpsync.watch.log import escape_controls
 
 # Office lock files (`~$book.xlsx`), LibreOffice locks (`.~lock.book.xlsx#`), partial downloads

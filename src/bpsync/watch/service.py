@@ -14,8 +14,7 @@ from typing import Any, Protocol
 
 from bpsync.client.service import AsyncServiceClient
 from bpsync.config import Profile, resolve_profile
-from bpsync.ingest.importer import ImportOptions, import_file, target_of
-from bpsync.ingest.journal import Journal
+from bpsync.ingest import ImportOptions, Journal, import_file, target_of
 from bpsync.watch.rules import ImportInterrupted
 
 MAX_RECEIPT_PROBLEMS = 200

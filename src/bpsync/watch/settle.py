@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bpsync.ingest.results import group_problems
+from bpsync.ingest import group_problems
 from bpsync.watch import files
 from bpsync.watch.ledger import Content, Ledger
 from bpsync.watch.log import WatchLog

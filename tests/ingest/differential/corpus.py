@@ -33,8 +33,8 @@ from typing import Any
 from openpyxl import Workbook
 
 from bpsync.ingest import MeterCatalog, MeterInfo, check, prepare
+from bpsync.ingest.checks.collected import StoredReading
 from bpsync.ingest.problems import IngestError
-from bpsync.ingest.validate import StoredReading
 from bpsync.paths import package_dir
 
 GOLDEN = Path(__file__).with_name("golden.json.gz")
@@ -373,7 +373,7 @@ def _other_cases() -> list[Case]:
 def _building_name_case() -> Case:
     """Meters found by building name + meter name (a facilities spreadsheet with no meter ids):
     names in other spacing and case, one building unknown, one name empty."""
-    from bpsync.ingest.templates import template_from_dict
+    from bpsync.ingest.understand.templates import template_from_dict
 
     template = template_from_dict(
         {

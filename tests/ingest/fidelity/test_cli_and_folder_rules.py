@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from bpsync.cli import app
 from bpsync.config import ConfigError
-from bpsync.ingest.meters import meter_map_path
+from bpsync.ingest.lookup.meter_map import meter_map_path
 from bpsync.watch.rules import FOLDER_RULES_FILE, FolderRules, read_folder_rules
 from tests.conftest import Service
 from tests.importer.conftest import SAMPLES
@@ -137,7 +137,7 @@ def test_templates_suggest_writes_the_detected_decimal(tmp_path):
 
 def test_suggest_never_maps_a_register_read_as_meter_or_usage():
     """Mimics a water utility CSV with the cumulative register next to the usage."""
-    from bpsync.ingest.templates import suggest_template
+    from bpsync.ingest.understand.templates import suggest_template
 
     s = suggest_template(["Account Number", "Meter Read", "Read Date", "Days", "Usage (kgal)"])
     assert s.matched["meter"] == "Account Number"
@@ -197,7 +197,7 @@ def test_a_second_concurrent_import_exits_busy(env, tmp_path):
     import asyncio
 
     from bpsync.client import AsyncServiceClient
-    from bpsync.ingest.importer import _lock_for, target_of
+    from bpsync.ingest.run.import_file import _lock_for, target_of
 
     async def target() -> str:
         async with AsyncServiceClient(env.base_url, env.test_key) as client:
@@ -239,7 +239,7 @@ def test_first_import_into_a_new_organisation_groups_reasons_and_says_what_fixes
 
 
 def test_problem_groups_and_row_ranges():
-    from bpsync.ingest.results import _ranges, group_problems
+    from bpsync.ingest.send.results import _ranges, group_problems
 
     assert _ranges([2, 3, 4, 7, 9, 10]) == "2-4, 7, 9-10"
     assert _ranges([1, 3, 5, 7, 9]) == "1, 3, 5, 7, …"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bpsync.ingest import IngestError, check_file
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.meters import load_meter_map
+from bpsync.ingest.lookup.meter_map import load_meter_map
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 from tests.importer.conftest import PROFILE
 from tests.importer.helpers import server_readings
 from tests.ingest.fidelity.fixtures import greenbutton as gb

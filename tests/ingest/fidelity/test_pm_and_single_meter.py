@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.meters import load_meter_map
+from bpsync.ingest.lookup.meter_map import load_meter_map
+from bpsync.ingest.run.import_file import ImportOptions, import_file
 from tests.importer.conftest import PROFILE
 from tests.importer.helpers import server_readings
 from tests.ingest.fidelity.fixtures import pm
@@ -89,7 +89,9 @@ async def test_template_can_force_the_convention(client, registered, tmp_path):
     folder = tmp_path / "tpl"
     folder.mkdir()
     shipped = (
-        load_text := __import__("bpsync.ingest.templates", fromlist=["x"]).builtin_templates_dir()
+        load_text := __import__(
+            "bpsync.ingest.understand.templates", fromlist=["x"]
+        ).builtin_templates_dir()
     )
     text = (shipped / "pm_meter_entries_export.toml").read_text()
     text = text.replace('name = "pm_meter_entries_export"', 'name = "pm_inclusive"')

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl import Workbook
 
-from bpsync.ingest.mapping import plan_table
-from bpsync.ingest.pipeline import collect_table
 from bpsync.ingest.readers import detect_format, open_table
-from bpsync.ingest.templates import template_from_dict
+from bpsync.ingest.run.prepare import collect_table
+from bpsync.ingest.understand.evidence import plan_table
+from bpsync.ingest.understand.templates import template_from_dict
 
 UNITS = ["kWh", "MWh", "therms", "m3"]
 

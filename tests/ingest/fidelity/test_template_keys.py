@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bpsync.ingest import IngestError, check_file
-from bpsync.ingest.templates import load_template, save_template, template_from_dict
+from bpsync.ingest.understand.templates import load_template, save_template, template_from_dict
 
 
 def test_fixed_meter_in_a_template(tmp_path: Path):

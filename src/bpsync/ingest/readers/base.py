@@ -9,9 +9,10 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bpsync.ingest.dates import EXCEL_1900
+from bpsync.ingest.cells.dates import EXCEL_1900
+from bpsync.ingest.cells.values import Header, dedupe_headers, is_blank, parse_header
 from bpsync.ingest.problems import IngestError, Problem, Where
-from bpsync.ingest.values import Header, dedupe_headers, is_blank, parse_header
+from bpsync.ingest.readers.guard import env_limit
 
 # How many leading rows may hold titles, notes and group headers before the header row.
 HEADER_SEARCH_ROWS = 30
@@ -53,7 +54,7 @@ class Table:
     delimiter: str | None = None
     # Problems the reader found itself (e.g. a Green Button period the intervals do not cover).
     problems: list[Problem] = field(default_factory=list)
-    # The reader's own columnar chunks (frame.Chunk), when it reads faster that way than row by
+    # The reader's own columnar chunks (cells.columnar.Chunk), when it reads faster that way than row by
     # row (CSV through pandas); otherwise the rows are transposed.
     chunks: Callable[[int], Iterator[Any]] | None = None
 
@@ -90,8 +91,6 @@ class Table:
 
 
 def max_columns() -> int:
-    from bpsync.ingest.readers.guard import env_limit
-
     return int(env_limit("BPSYNC_MAX_COLUMNS", MAX_COLUMNS))
 
 

@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from bpsync.ingest.cells.columnar import Chunk
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import (
     HEADER_SEARCH_ROWS,
@@ -28,6 +29,7 @@ from bpsync.ingest.readers.base import (
     max_columns,
     too_wide,
 )
+from bpsync.ingest.readers.chunks import chunks_of_rows
 from bpsync.ingest.readers.guard import env_limit
 
 SAMPLE_BYTES = 256 * 1024
@@ -222,8 +224,6 @@ def read_csv(
             ) from None
 
     def chunks(size: int) -> Iterator[Any]:
-        from bpsync.ingest.frame import chunks_of_rows
-
         done = header_row
         # Arrow first (no Python object per cell), for files whose rows are regular; from the
         # first irregular row (a blank line, a short or long row, bytes that are not UTF-8)
@@ -296,7 +296,7 @@ def _arrow_chunks(
 def _arrow_chunks_of(
     source: Any, delimiter: str, header_row: int, width: int, size: int
 ) -> Iterator[Any]:
-    """The data rows as frame.Chunks of Arrow string columns, for a UTF-8 file whose records
+    """The data rows as Chunks of Arrow string columns, for a UTF-8 file whose records
     all have `width` fields and whose lines above the header hold no line break in a field (so
     lines and records count alike there). Raises _Irregular at the first record that is not so
     (a blank line is a one-field record), after yielding every whole chunk before it."""
@@ -304,8 +304,6 @@ def _arrow_chunks_of(
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
-
-    from bpsync.ingest.frame import Chunk
 
     names = [str(j) for j in range(width)]
 
@@ -400,12 +398,10 @@ def _filled_rows(cells: list[Any], pc: Any) -> Any:
 def _pandas_chunks(
     path: Path, encoding: str, delimiter: str, header_row: int, width: int, size: int
 ) -> Iterator[Any]:
-    """The data rows as frame.Chunks, read by pandas' C parser: every field a str, fields a row
+    """The data rows as Chunks, read by pandas' C parser: every field a str, fields a row
     lacks are "", blank and separator-only rows dropped but counted in the row numbers."""
     import numpy as np
     import pandas as pd
-
-    from bpsync.ingest.frame import Chunk
 
     reader = pd.read_csv(
         path,

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from bpsync.ingest.cells.values import Header, parse_header
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Row, Table
-from bpsync.ingest.values import Header, parse_header
 
 Aggregate = Literal["daily", "monthly", "billing"]
 

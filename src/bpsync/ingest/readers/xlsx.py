@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
-from bpsync.ingest.dates import EXCEL_1900, EXCEL_1904
+from bpsync.ingest.cells.columnar import Chunk, blank_mask
+from bpsync.ingest.cells.dates import EXCEL_1900, EXCEL_1904
+from bpsync.ingest.cells.values import is_blank
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import (
     HEADER_SEARCH_ROWS,
@@ -35,6 +37,7 @@ from bpsync.ingest.readers.base import (
     make_headers,
 )
 from bpsync.ingest.readers.binary_extent import xls_extents, xlsb_extents
+from bpsync.ingest.readers.chunks import chunks_of_rows
 from bpsync.ingest.readers.guard import (
     RowCap,
     WorkbookLimits,
@@ -43,7 +46,6 @@ from bpsync.ingest.readers.guard import (
     check_workbook,
     refuse_extent,
 )
-from bpsync.ingest.values import is_blank
 
 # Stop a sheet after this many consecutive blank rows: data never resumes after a gap this long,
 # while formatted empty ranges can run to row 1,048,576.
@@ -158,7 +160,7 @@ class Book:
             yield number, row
 
     def chunks(self, title: str, header_row: int, width: int, size: int) -> Iterator[Any] | None:
-        """The data rows below `header_row` as frame.Chunks, straight from calamine's rows (the
+        """The data rows below `header_row` as Chunks, straight from calamine's rows (the
         same cells, numbers and trimming as `rows`); None when openpyxl reads this workbook."""
         if self._calamine is None:
             return None
@@ -166,8 +168,6 @@ class Book:
 
     def _chunks(self, title: str, header_row: int, width: int, size: int) -> Iterator[Any]:
         import numpy as np
-
-        from bpsync.ingest.frame import Chunk, blank_mask
 
         try:
             sheet = self._sheet(title)
@@ -492,8 +492,6 @@ def read_xlsx(
     ]
 
     def chunks(size: int) -> Iterator[Any]:
-        from bpsync.ingest.frame import chunks_of_rows
-
         fast = open_book(path, name).chunks(title, header_row, width, size)
         return fast if fast is not None else chunks_of_rows(rows(), size, text=False)
 

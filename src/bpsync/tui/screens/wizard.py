@@ -29,26 +29,30 @@ from textual.widgets import (
 )
 
 from bpsync.ingest import (
+    FIELDS,
+    ImportOptions,
+    ImportSummary,
     IngestError,
     Prepared,
     Table,
     Template,
     TemplateError,
     ValidationResult,
+    cell_text,
     check,
+    detect_format,
+    fetch_existing,
+    fetch_portfolio,
+    header_key,
+    import_file,
     list_templates,
+    load_meter_map,
     match_template,
     open_table,
     prepare,
     save_template,
     suggest_template,
 )
-from bpsync.ingest.importer import ImportOptions, import_file
-from bpsync.ingest.meters import fetch_existing, fetch_portfolio, load_meter_map
-from bpsync.ingest.readers import detect_format
-from bpsync.ingest.results import ImportSummary
-from bpsync.ingest.templates import FIELDS
-from bpsync.ingest.values import cell_text, header_key
 from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
 from bpsync.tui.messages import SubmitProgress, WizardStep

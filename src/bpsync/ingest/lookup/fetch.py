@@ -1,38 +1,26 @@
-"""Meters for an import: the profile's meter map, the organisation's meter catalog, the readings
-already stored, and (with `--create-meters`) meters the file names but the service lacks.
-
-The meter map links an external reference (a utility account or meter number, a Portfolio Manager
-meter id, a Green Button usage point) to the service's meter id. It is a small JSON file per
-profile in the user config dir (`meter-maps/<profile>.json`): no secrets, human-readable, edited
-with `bpsync meters link`."""
+"""What the service already holds for an import: the organisation's meters (all of them, or only
+those the file names, decisions C2) as a meter catalog, and each meter's stored readings over the
+file's range, fetched once per meter (prefetched for the most recent, arriving while the file is
+read). The checks compare the file with them; nothing here changes the service."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
-import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bpsync.client.errors import NotFoundError
 from bpsync.client.readings import MAX_READINGS_PER_PAGE
 from bpsync.client.service import AsyncServiceClient
-from bpsync.ingest.mapping import MappedRow, map_table
-from bpsync.ingest.normalise import MeterCatalog, MeterInfo, fold_reference
-from bpsync.ingest.readers import Table
-from bpsync.ingest.templates import Template
-from bpsync.ingest.units import UNITS_BY_METER_TYPE, canonical_unit, lookup_unit
-from bpsync.ingest.validate import StoredReading
-from bpsync.paths import config_dir, ensure_private_dir
+from bpsync.ingest.checks.collected import StoredReading
+from bpsync.ingest.readings.assign_meters import MeterCatalog, MeterInfo, fold_reference
 
 PER_PAGE = 200
 FETCH_CONCURRENCY = 8
-_METER_ID = re.compile(r"^mtr_[A-Za-z0-9_-]+$")
 # The service's own meter ids (decisions D2, bpservice.ids): `mtr_` and 24 of [0-9a-z]. Only a
 # value of this shape is ever sent to the service as a meter id: anything else a file holds is
 # refused locally, so a file's content never reaches a URL (issue 33 item 8).
@@ -42,56 +30,6 @@ SERVICE_METER_ID = re.compile(r"^mtr_[0-9a-z]{24}$")
 def is_service_meter_id(value: str) -> bool:
     """Whether `value` has the shape of a meter id the service mints (D2)."""
     return bool(SERVICE_METER_ID.match(value))
-
-
-# ---- the meter map ------------------------------------------------------------------------------
-
-
-def meter_map_path(profile: str) -> Path:
-    return config_dir() / "meter-maps" / f"{profile}.json"
-
-
-def load_meter_map(profile: str) -> dict[str, str]:
-    path = meter_map_path(profile)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a valid meter map ({exc})") from None
-    links = data.get("links", data) if isinstance(data, dict) else None
-    if not isinstance(links, dict):
-        raise ValueError(f"{path}: expected {{'links': {{reference: meter id}}}}")
-    return {str(k): str(v) for k, v in links.items()}
-
-
-def save_meter_map(profile: str, links: Mapping[str, str]) -> Path:
-    path = meter_map_path(profile)
-    ensure_private_dir(path.parent)
-    tmp = path.with_suffix(".tmp")
-    body = {"links": dict(sorted(links.items()))}
-    tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a crash never leaves half a map
-    return path
-
-
-def link_meter(profile: str, reference: str, meter_id: str) -> Path:
-    reference = " ".join(reference.split())
-    if not reference:
-        raise ValueError("the external reference is empty")
-    if not _METER_ID.match(meter_id):
-        raise ValueError(f"{meter_id!r} is not a meter id (mtr_…)")
-    links = load_meter_map(profile)
-    links[reference] = meter_id
-    return save_meter_map(profile, links)
-
-
-def unlink_meter(profile: str, reference: str) -> bool:
-    links = load_meter_map(profile)
-    if links.pop(" ".join(reference.split()), None) is None:
-        return False
-    save_meter_map(profile, links)
-    return True
 
 
 # ---- the organisation's meters ------------------------------------------------------------------
@@ -110,7 +48,7 @@ class Portfolio:
     named: bool = False  # only the meters the file names (fetch_named), not the organisation
 
 
-async def _gather_limited(coros: Iterable, limit: int = FETCH_CONCURRENCY) -> list:
+async def gather_limited(coros: Iterable, limit: int = FETCH_CONCURRENCY) -> list:
     sem = asyncio.Semaphore(limit)
 
     async def one(c):  # type: ignore[no-untyped-def]
@@ -125,11 +63,11 @@ async def fetch_portfolio(
 ) -> Portfolio:
     """Every meter of the organisation (properties → buildings → meters, 200 a page)."""
     properties = await client.properties.list(per_page=PER_PAGE).to_list()
-    building_lists = await _gather_limited(
+    building_lists = await gather_limited(
         client.buildings.list(p.id, per_page=PER_PAGE).to_list() for p in properties
     )
     buildings = [b for bs in building_lists for b in bs]
-    meter_lists = await _gather_limited(
+    meter_lists = await gather_limited(
         client.meters.list(b.id, per_page=PER_PAGE).to_list() for b in buildings
     )
     infos, building_of, latest = [], {}, {}
@@ -171,7 +109,7 @@ async def fetch_named(
     infos, building_of, latest = [], {}, {}
     groups = [wanted[start : start + 200] for start in range(0, len(wanted), 200)]
     try:  # the lists at once (FETCH_CONCURRENCY in flight), read in the file's meter order
-        pages = await _gather_limited(client.meters.list_all(ids=g, per_page=200) for g in groups)
+        pages = await gather_limited(client.meters.list_all(ids=g, per_page=200) for g in groups)
     except NotFoundError:
         return None
     for page in pages:
@@ -268,7 +206,7 @@ async def prefetch_recent(client: AsyncServiceClient, out: Recent) -> Recent | N
         # Two groups at a time: the service answers one request after another anyway, and
         # groups then complete one after another, so a check can start on the first ones.
         groups = (group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
-        await _gather_limited(groups, limit=2)
+        await gather_limited(groups, limit=2)
     except NotFoundError:
         return None  # a service before C3
     return out
@@ -424,7 +362,7 @@ async def fetch_existing(
         return found
     except NotFoundError:
         pass  # a service before C3
-    lists = await _gather_limited(
+    lists = await gather_limited(
         fetch_readings(client, building_of[m], m, ranges[m][0], ranges[m][1] + _LONGEST_STORED)
         for m in meters
     )
@@ -453,7 +391,7 @@ async def _fetch_many(
                 out[r.meter_id].append(StoredReading(r.start_date, r.end_date, r.consumption, r.id))
         out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
 
-    await _gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
+    await gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))
     return out
 
 
@@ -462,135 +400,3 @@ def _may_hold(meter: str, start: dt.date, latest: Mapping[str, dt.date | None] |
         return True  # unknown: ask the service
     last = latest[meter]
     return last is not None and last >= start
-
-
-# ---- creating missing meters --------------------------------------------------------------------
-
-_TYPE_WORDS: tuple[tuple[str, str], ...] = (
-    ("district heat", "district_heating"),
-    ("district cool", "district_cooling"),
-    ("chilled water", "district_cooling"),
-    ("natural gas", "natural_gas"),
-    ("fuel oil", "fuel_oil"),
-    ("heating oil", "fuel_oil"),
-    ("electric", "electricity"),
-    ("elec", "electricity"),
-    ("power", "electricity"),
-    ("gas", "natural_gas"),
-    ("water", "water"),
-    ("steam", "steam"),
-    ("diesel", "diesel"),
-    ("lpg", "lpg"),
-    ("propane", "lpg"),
-    ("solar", "solar"),
-    ("pv", "solar"),
-    ("chp", "chp"),
-    ("landfill", "waste_landfill"),
-    ("recycl", "waste_recycling"),
-    ("compost", "waste_compost"),
-)
-
-
-def infer_meter_type(name: str, unit: str | None) -> str | None:
-    """The meter type a name and unit make clear, or None. A word in the name ("Gas Boiler",
-    "Main Electric") decides when the unit fits that type; otherwise the unit alone decides only
-    when exactly one type accepts it."""
-    if unit is None or lookup_unit(unit) is None:
-        return None
-    text = " ".join(re.split(r"[\s_\-/]+", name.casefold()))
-    for word, mtype in _TYPE_WORDS:
-        if re.search(rf"\b{re.escape(word)}", text):
-            return mtype if canonical_unit(mtype, unit) else None
-    fits = [t for t in UNITS_BY_METER_TYPE if canonical_unit(t, unit)]
-    return fits[0] if len(fits) == 1 else None
-
-
-@dataclass(frozen=True)
-class NewMeter:
-    building_id: str
-    building_name: str
-    name: str
-    type: str
-    unit: str
-
-
-@dataclass
-class MeterCreation:
-    create: list[NewMeter] = field(default_factory=list)
-    unclear: list[str] = field(default_factory=list)  # sentences for the user
-
-
-def _fold(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def plan_meter_creation(table: Table, template: Template, portfolio: Portfolio) -> MeterCreation:
-    """Meters the file names that the service lacks and that can be created: the template names
-    meters by building + meter name, the building exists, and the type and unit are clear (one
-    unit for the meter in the whole file). Meters named by external reference carry no building,
-    so they are listed as unclear (link them with `bpsync meters link`)."""
-    out = MeterCreation()
-    if template.meter.by != "building_name":
-        out.unclear.append(
-            f"template {template.name!r} names meters by {template.meter.by.replace('_', ' ')}, "
-            "which says nothing about the building: create the meters and link them instead"
-        )
-        return out
-    buildings: dict[str, list[tuple[str, str]]] = {}
-    for bid, b in portfolio.buildings.items():
-        buildings.setdefault(_fold(str(b.get("name", ""))), []).append((bid, str(b["name"])))
-    wanted: dict[tuple[str, str], set[str | None]] = {}
-    names: dict[tuple[str, str], tuple[str, str]] = {}
-    stated: dict[tuple[str, str], set[str]] = {}  # the file's own Meter Type column
-    for item in map_table(table, template):
-        if not isinstance(item, MappedRow) or item.building is None:
-            continue
-        key = (_fold(item.building), _fold(item.meter_key))
-        if item.meter_type:
-            stated.setdefault(key, set()).add(item.meter_type)
-        if key in wanted:
-            wanted[key].add(item.unit)
-            continue
-        if not isinstance(
-            portfolio.catalog.resolve("building_name", item.meter_key, item.building), str
-        ):
-            continue  # the meter exists
-        wanted[key] = {item.unit}
-        names[key] = (item.building, item.meter_key)
-    for key, units in wanted.items():
-        building, name = names[key]
-        found = buildings.get(key[0], [])
-        if len(found) != 1:
-            what = "no building" if not found else "several buildings"
-            out.unclear.append(f"{name!r}: {what} named {building!r}")
-            continue
-        if len(units) != 1 or None in units:
-            out.unclear.append(f"{building} / {name}: the file gives no single unit for it")
-            continue
-        unit = next(iter(units))
-        assert unit is not None
-        types = stated.get(key, set())
-        if len(types) > 1:
-            out.unclear.append(f"{building} / {name}: the file gives it several meter types")
-            continue
-        mtype = next(iter(types)) if types else infer_meter_type(name, unit)
-        if mtype is None:
-            out.unclear.append(f"{building} / {name}: the meter type is not clear from {unit!r}")
-            continue
-        canonical = canonical_unit(mtype, unit)
-        if canonical is None:
-            out.unclear.append(
-                f"{building} / {name}: {unit!r} is not a unit of a {mtype.replace('_', ' ')} meter"
-            )
-            continue
-        out.create.append(NewMeter(found[0][0], found[0][1], name, mtype, canonical))
-    return out
-
-
-async def create_meters(client: AsyncServiceClient, meters: Iterable[NewMeter]) -> list[str]:
-    """Create the meters; returns their ids. Meters are created one at a time (a few per file)."""
-    ids = []
-    for m in meters:
-        created = await client.meters.create(m.building_id, type=m.type, unit=m.unit, name=m.name)
-        ids.append(created.id)
-    return ids

@@ -16,24 +16,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.frame import (
-    CHUNK_ROWS,
-    MAX_NAMED_METERS,
-    MAX_REFUSED_ROWS,
-    distinct,
-    factorize,
-    first_present,
-    table_chunks,
-)
-from bpsync.ingest.mapper import Plan, map_chunks
-from bpsync.ingest.mapping import plan_table, resolve_columns
-from bpsync.ingest.normalise import CatalogSource, MeterCatalog, Normaliser
+from bpsync.ingest.cells.columnar import distinct, factorize, first_present
+from bpsync.ingest.cells.values import cell_text, is_blank, parse_header
+from bpsync.ingest.checks.collected import Collected, MeterSet, StoredReading, ValidationResult
+from bpsync.ingest.checks.validate import validate
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, detect_format, open_table
 from bpsync.ingest.readers.base import Row
+from bpsync.ingest.readers.chunks import CHUNK_ROWS, table_chunks
 from bpsync.ingest.readers.xlsx import list_sheets
-from bpsync.ingest.results import csv_unquote, is_reject_report
-from bpsync.ingest.templates import (
+from bpsync.ingest.readings.assign_meters import CatalogSource, MeterCatalog, Normaliser
+from bpsync.ingest.readings.limits import MAX_NAMED_METERS, MAX_REFUSED_ROWS
+from bpsync.ingest.readings.map_chunk import map_chunks
+from bpsync.ingest.send.results import csv_unquote, is_reject_report
+from bpsync.ingest.understand.columns import resolve_columns
+from bpsync.ingest.understand.evidence import Plan, plan_table
+from bpsync.ingest.understand.templates import (
     Template,
     list_templates,
     load_template,
@@ -41,14 +39,6 @@ from bpsync.ingest.templates import (
     match_template,
     suggest_template,
 )
-from bpsync.ingest.validate import (
-    Collected,
-    StoredReading,
-    ValidationResult,
-    _MeterSet,
-    validate,
-)
-from bpsync.ingest.values import cell_text, is_blank, parse_header
 
 GREEN_BUTTON_TEMPLATE = "green_button"
 
@@ -425,14 +415,14 @@ def collect_table(
     )
     bounds = np.searchsorted(group[by_meter], np.arange(len(meters) + 1))
     for k, (key, meter_id, unit) in enumerate(meters):
-        collected.meters[meter_id or key] = _MeterSet(
+        collected.meters[meter_id or key] = MeterSet(
             key, meter_id, unit, columns, int(bounds[k]), int(bounds[k + 1])
         )
     return collected
 
 
 def refuse_too_many(table: Table, problems: list[Problem], refused: int) -> None:
-    """Raise: the file refused more than MAX_REFUSED_ROWS rows (frame.MAX_REFUSED_ROWS)."""
+    """Raise: the file refused more than MAX_REFUSED_ROWS rows (readings.limits.MAX_REFUSED_ROWS)."""
     first = next(p for p in problems if p.severity == "error")
     column = f", column {first.where.column!r}" if first.where.column else ""
     raise IngestError(

@@ -1,6 +1,6 @@
-"""Normalise: what finding each reading's meter needs (the organisation's meters and the profile's
-meter map) and what a normalised reading is. The work itself is column-wise, in
-`bpsync.ingest.frame.Normaliser`.
+"""Each reading to its meter, its quantity into the meter's unit (normalising): what that needs
+(the organisation's meters and the profile's meter map, `MeterCatalog`), what a normalised
+reading is (`Candidate`), and the column-wise work on a chunk's items (`Normaliser`).
 
 Meters are matched three ways (the template says which): the service's meter id in a column; an
 external reference (utility meter number, Portfolio Manager meter id) through the profile's meter
@@ -18,10 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from bpsync.ingest.frame import (
-    PROBE_ROWS,
+from bpsync.ingest.cells.columnar import (
     Chunk,
-    Items,
     factorize,
     per_value,
     per_value_mask,
@@ -29,10 +27,12 @@ from bpsync.ingest.frame import (
     take,
     truthy,
 )
+from bpsync.ingest.cells.units import UnitError, conversion_factor, lookup_unit
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Table
-from bpsync.ingest.templates import MeterBy
-from bpsync.ingest.units import UnitError, conversion_factor, lookup_unit
+from bpsync.ingest.readings.items import Items
+from bpsync.ingest.readings.limits import PROBE_ROWS
+from bpsync.ingest.understand.templates import MeterBy
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +316,7 @@ class Normaliser:
         self, items: Items, codes: np.ndarray, unknown: np.ndarray, infos: list[Any]
     ) -> None:
         """Raise when the file's first PROBE_ROWS readings all name meters the catalog lacks,
-        before a problem is kept for each of them (frame.PROBE_ROWS)."""
+        before a problem is kept for each of them (readings.limits.PROBE_ROWS)."""
         if self.probed:
             return
         self.probed = True

@@ -8,6 +8,9 @@ import math
 import re
 from dataclasses import dataclass
 
+from bpsync.ingest.cells.units import lookup_unit
+from bpsync.ingest.problems import column_letter
+
 # Cells that mean "no value" in utility exports and Portfolio Manager sheets (compared casefolded).
 PLACEHOLDERS = frozenset(
     {
@@ -251,8 +254,6 @@ def header_key(text: str) -> str:
 def parse_header(value: object, index: int = 0) -> Header:
     """Split a header cell into its name and the unit or currency in a trailing bracket:
     "Usage\\n(kWh)" → key "usage", unit "kWh"; "Cost ($)" → key "cost", currency "USD"."""
-    from bpsync.ingest.units import lookup_unit  # units imports nothing from here
-
     text = clean_header_text(value)
     key = header_key(text)
     unit = currency = None
@@ -278,8 +279,6 @@ def parse_header(value: object, index: int = 0) -> Header:
 def dedupe_headers(headers: list[Header]) -> list[Header]:
     """Give repeated header names a suffix (" (2)", " (3)") so each column can be named.
     Empty header cells become "Column B" after their letter."""
-    from bpsync.ingest.problems import column_letter
-
     seen: dict[str, int] = {}
     out = []
     for h in headers:

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import tomli_w
 
-from bpsync.ingest.dates import DateOrder, looks_like_month
+from bpsync.ingest.cells.dates import DateOrder, looks_like_month
+from bpsync.ingest.cells.values import Header, header_key, parse_header
 from bpsync.ingest.problems import IngestError
-from bpsync.ingest.values import Header, header_key, parse_header
 from bpsync.paths import package_dir
 
 Layout = Literal["long", "wide_meters", "wide_months"]

@@ -1,149 +1,43 @@
-"""Map: a template's fields found in a table's headers (`resolve_columns`), and the decisions taken
-from the whole file before any row is mapped (`plan_table`: decimal separator, date order, period
-convention). The rows themselves are mapped column-wise in `bpsync.ingest.frame`.
-
-Wide layouts are unpivoted there: a row of a wide_meters sheet yields one reading per meter
-column, a row of a wide_months sheet one reading per month column. Dates become inclusive periods
-(docs/decisions.md D18): "end equals the next start" exports have their end moved back a day."""
+"""The decisions taken from the whole file before any row is mapped (`plan_table`): the decimal
+separator, the date order (day-first or month-first, from values that prove it) and each meter's
+period convention ("end equals the next start" exports have their end moved back a day,
+docs/decisions.md D18). Each is a scan of the table's cells for evidence; a file whose evidence
+contradicts itself is refused, never guessed."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from bpsync.ingest.dates import (
-    DateError,
-    DateOrder,
-    DateOrderEvidence,
-    parse_date,
-    parse_month,
-)
-from bpsync.ingest.mapper import Plan
-from bpsync.ingest.problems import IngestError, Problem, Where
+from bpsync.ingest.cells.dates import DateError, DateOrder, DateOrderEvidence, parse_date
+from bpsync.ingest.cells.values import Header, cell_text, is_blank
+from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import Table
-from bpsync.ingest.templates import AmbiguousColumn, Template, TemplateError, find_column
-from bpsync.ingest.values import Header, cell_text, is_blank
+from bpsync.ingest.readers.chunks import table_chunks
+from bpsync.ingest.understand.columns import Columns, resolve_columns
+from bpsync.ingest.understand.templates import Template, TemplateError
 
 # Look at this many date cells before deciding the file writes no all-numeric dates.
 DATE_SCAN_LIMIT = 1000
 
 
-@dataclass(slots=True)  # not frozen: frozen dataclasses are slow to build per row
-class MappedRow:
-    """One reading as the file states it (quantity in the file's unit, not yet the meter's)."""
-
-    row: int
-    meter_key: str
-    start: dt.date
-    end: dt.date
-    consumption: float
-    unit: str | None
-    cost: float | None = None
-    currency: str | None = None
-    demand_kw: float | None = None
-    estimated: bool = False
-    building: str | None = None  # with meter.by = "building_name"
-    column: str | None = None  # the value column of a wide layout
-    column_index: int | None = None
-    meter_type: str | None = None  # the service meter type the file states for the row
-
-
 @dataclass
-class Columns:
-    """The template's fields resolved to this table's headers."""
+class Plan:
+    """What the pre-scans decided for the whole file (`plan_table`)."""
 
-    fields: dict[str, Header]
-    meter: Header | None
-    building: Header | None
-    meter_name: Header | None
-    values: list[tuple[Header, dt.date | None, dt.date | None]]  # wide: value columns (+ month)
-    skip_if_filled: list[Header] = field(default_factory=list)
-
-
-def resolve_columns(table: Table, template: Template) -> Columns:
-    """Find each field's column; raises IngestError naming what is missing or ambiguous."""
-    try:
-        return _resolve_columns(table, template)
-    except AmbiguousColumn as exc:
-        raise IngestError(
-            f"{exc} (template {template.name!r})",
-            where=Where(table.file, table.sheet, table.header_row),
-            code="ambiguous_column",
-        ) from None
-
-
-def _resolve_columns(table: Table, template: Template) -> Columns:
-    headers = table.headers
-    fields = {}
-    for f, names in template.columns.items():
-        h = find_column(headers, names)
-        if h is not None:
-            fields[f] = h
-    spec = template.meter
-    meter = find_column(headers, spec.column) if spec.column else None
-    building = find_column(headers, spec.building_column) if spec.building_column else None
-    meter_name = find_column(headers, spec.name_column) if spec.name_column else None
-    missing = []
-    if template.layout == "long" and "consumption" not in fields:
-        missing.append(f"consumption ({' / '.join(template.names_for('consumption'))})")
-    if template.layout != "wide_meters" and not template.fixed_meter:
-        if spec.by == "building_name":
-            if building is None or meter_name is None:
-                missing.append("building and meter name")
-        elif meter is None:
-            missing.append(f"meter ({' / '.join(spec.column)})")
-    has = set(fields)
-    if template.layout != "wide_months" and not (
-        {"start_date", "end_date"} <= has
-        or ({"bill_date", "days"} <= has)
-        or ({"end_date", "days"} <= has)
-        or ({"start_date", "days"} <= has)
-        or "month" in has
-    ):
-        missing.append("the period (start and end dates, read date and days, or month)")
-    values: list[tuple[Header, dt.date | None, dt.date | None]] = []
-    used = {h.index for h in fields.values()} | {
-        h.index for h in (meter, building, meter_name) if h is not None
-    }
-    excluded = set()
-    for name in template.exclude_columns:
-        h = find_column(headers, [name])
-        if h is not None:
-            excluded.add(h.index)
-    if template.layout == "wide_months":
-        for h in headers:
-            if h.index in used or h.index in excluded:
-                continue
-            try:
-                first, last = parse_month(h.label)
-            except DateError:
-                continue
-            values.append((h, first, last))
-        if not values:
-            missing.append("month columns (headers such as 'Jan 2024' or '2024-01')")
-    elif template.layout == "wide_meters":
-        values = [(h, None, None) for h in headers if h.index not in used | excluded]
-        if not values:
-            missing.append("meter columns")
-    if missing:
-        found = ", ".join(repr(h.text) for h in headers)
-        raise IngestError(
-            f"the file does not fit template {template.name!r}: missing {'; '.join(missing)}. "
-            f"Columns found: {found}",
-            where=Where(table.file, table.sheet, table.header_row),
-            code="template_mismatch",
-        )
-    skips = [h for h in (find_column(headers, [n]) for n in template.skip_if_filled) if h]
-    return Columns(fields, meter, building, meter_name, values, skips)
+    template: Template
+    columns: Columns
+    order: DateOrder | None
+    decimal: str
+    next_start_meters: frozenset[str] | None
 
 
 def scan_date_order(
     table: Table, template: Template, columns: Columns
 ) -> tuple[DateOrder | None, str | None]:
-    """Decide day-first or month-first from the data (see dates.DateOrderEvidence).
+    """Decide day-first or month-first from the data (see cells.dates.DateOrderEvidence).
 
     Reads until a value proves the order, or stops after DATE_SCAN_LIMIT date cells without any
     all-numeric date (the file writes ISO or month names, where no order is needed)."""
@@ -326,8 +220,6 @@ def _evidence_by_chunks(table: Table, idx: list[int], evidence: _Evidence) -> No
     100,000, 0.06-0.08 s this way)."""
     import numpy as np
 
-    from bpsync.ingest.frame import table_chunks
-
     e = evidence
     for chunk in table_chunks(table, max(1024, -(-20 * e.limit // max(1, len(idx))))):
         a = int(np.searchsorted(chunk.numbers, e.last_row, side="right"))
@@ -414,11 +306,3 @@ def plan_table(table: Table, template: Template) -> Plan:
         next_start_meters, notes = scan_period_convention(table, template, columns, order)
         table.notes.extend(notes)
     return Plan(template, columns, order, template.decimal, next_start_meters)
-
-
-def map_table(table: Table, template: Template) -> Iterator[MappedRow | Problem]:
-    """Every reading of the table as the file states it, or a Problem for each row (or wide
-    cell) that cannot be read, in file order (the columnar engine's mapped stage as objects)."""
-    from bpsync.ingest.mapper import mapped_rows
-
-    return mapped_rows(table, plan_table(table, template))

@@ -26,42 +26,37 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 
 from bpsync.client.service import AsyncServiceClient
-from bpsync.ingest.interrupt import Interrupts
-from bpsync.ingest.journal import ImportRecord, Journal, JournalRow, NewRow
-from bpsync.ingest.meters import (
+from bpsync.ingest.cells.values import cell_text
+from bpsync.ingest.lookup.fetch import (
     ArrivingStored,
     Portfolio,
     Recent,
     StoredUnavailable,
-    create_meters,
     feed_existing,
     fetch_named,
     fetch_portfolio,
-    load_meter_map,
     meters_to_check,
-    plan_meter_creation,
     prefetch_recent,
 )
-from bpsync.ingest.pipeline import Prepared, check, choose_template, named_meters, prepare
-from bpsync.ingest.plan import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
+from bpsync.ingest.lookup.meter_map import load_meter_map
+from bpsync.ingest.lookup.new_meters import create_meters, plan_meter_creation
 from bpsync.ingest.problems import IngestError, Problem
-from bpsync.ingest.results import (
+from bpsync.ingest.run.prepare import Prepared, check, choose_template, named_meters, prepare
+from bpsync.ingest.run.runtime import frozen_heap, quick_handoffs
+from bpsync.ingest.send.import_records import ImportRecord, JournalRow, NewRow
+from bpsync.ingest.send.interrupt import Interrupts
+from bpsync.ingest.send.journal import Journal
+from bpsync.ingest.send.plan_calls import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
+from bpsync.ingest.send.progress import NoProgress, Progress, SubmitStopped
+from bpsync.ingest.send.reconcile import reconcile_in_flight
+from bpsync.ingest.send.results import (
     ImportSummary,
     collect_rejects,
     reject_report_path,
     write_reject_report,
 )
-from bpsync.ingest.runtime import frozen_heap, quick_handoffs
-from bpsync.ingest.submit import (
-    NoProgress,
-    Progress,
-    SubmitStopped,
-    Submitter,
-    group_pending,
-    reconcile_in_flight,
-)
-from bpsync.ingest.templates import load_template
-from bpsync.ingest.values import cell_text
+from bpsync.ingest.send.submit import Submitter, group_pending
+from bpsync.ingest.understand.templates import load_template
 from bpsync.paths import ensure_private_dir, state_dir
 
 MAX_STORED_PROBLEMS = 2000

@@ -15,8 +15,10 @@ from typing import Any
 
 from bpsync.client import errors as E
 from bpsync.client.service import AsyncServiceClient
-from bpsync.ingest.meters import PER_PAGE, _gather_limited, load_meter_map, save_meter_map
-from bpsync.ingest.register import Action, Register, plan_register
+from bpsync.ingest.lookup.fetch import PER_PAGE, gather_limited
+from bpsync.ingest.lookup.meter_map import load_meter_map, save_meter_map
+from bpsync.ingest.register.plan_changes import Action, plan_register
+from bpsync.ingest.register.read import Register
 
 
 @dataclass
@@ -60,16 +62,16 @@ async def _holdings(client: AsyncServiceClient, register: Register) -> _Held:
     ]
     refs = {item.key[0] for item in register.properties}
     wanted = [p for p in props if p.get("internal_ref") in refs]
-    lists = await _gather_limited(
+    lists = await gather_limited(
         client.buildings.list(p["id"], per_page=PER_PAGE).to_list() for p in wanted
     )
     buildings: dict[str, list[dict[str, Any]]] = {}
     for p, bs in zip(wanted, lists, strict=True):
         # Use types are returned by the building's get only; the register compares them.
-        full = await _gather_limited(client.buildings.get(p["id"], b.id) for b in bs)
+        full = await gather_limited(client.buildings.get(p["id"], b.id) for b in bs)
         buildings[p["id"]] = [b.model_dump(mode="json") for b in full]
     all_b = [b for bs in buildings.values() for b in bs]
-    mlists = await _gather_limited(
+    mlists = await gather_limited(
         client.meters.list(b["id"], per_page=PER_PAGE).to_list() for b in all_b
     )
     meters = {

@@ -1,8 +1,8 @@
 """Portfolio register import: properties, buildings (with use types and floor areas) and meters
 from a workbook, checked locally row by row, turned into create/update payloads keyed for
 idempotency: a property by its `internal_ref`, a building by its name within the property, a meter
-by its name within the building. Re-running a register updates what changed and creates nothing
-twice (`plan_register`).
+by its name within the building (`bpsync.ingest.register.plan_changes` compares them with what the
+service holds, so re-running a register updates what changed and creates nothing twice).
 
 Sheets (found by name, case-insensitive; title rows above the header are fine):
 - Properties: Property Ref*, Property Name*, Street*, City*, State, Postal Code, Country*, Property Type*
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bpsync.ingest.pm_types import pm_use_type
+from bpsync.ingest.cells.units import METER_TYPES, canonical_unit, lookup_meter_type
+from bpsync.ingest.cells.values import Header, NumberError, cell_text, is_blank, parse_number
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers import Table, list_sheets, read_xlsx
-from bpsync.ingest.templates import AmbiguousColumn, find_column
-from bpsync.ingest.units import METER_TYPES, canonical_unit, lookup_meter_type
-from bpsync.ingest.values import Header, NumberError, cell_text, is_blank, parse_number
+from bpsync.ingest.register.pm_types import pm_use_type
+from bpsync.ingest.understand.templates import AmbiguousColumn, find_column
 from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
 SQFT_PER_M2 = 10.7639
@@ -606,124 +606,3 @@ def _meters(
             continue
         seen[key] = RegisterItem("meter", key, payload, sheet.table.where(row.number))
     reg.meters = list(seen.values())
-
-
-# ---- idempotent plan against what the service holds --------------------------------------------
-
-
-@dataclass(frozen=True)
-class Action:
-    """`op` is create, update (payload = only the changed fields) or unchanged; `id` is the
-    existing resource's id; `parent` is the key of the property/building it belongs to."""
-
-    kind: Literal["property", "building", "meter"]
-    op: Literal["create", "update", "unchanged", "conflict"]
-    key: tuple[str, ...]
-    payload: dict[str, Any]
-    id: str | None = None
-    parent: tuple[str, ...] | None = None
-    reason: str | None = None
-
-
-def _changed(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in wanted.items():
-        have = current.get(k)
-        if isinstance(v, dict) and isinstance(have, dict):
-            sub = {kk: vv for kk, vv in v.items() if have.get(kk) != vv}
-            if sub:
-                out[k] = sub
-        elif k == "use_types":
-            norm = lambda us: sorted((u["type"], round(float(u["gfa_m2"]), 2)) for u in us or [])  # noqa: E731
-            if norm(v) != norm(have):
-                out[k] = v
-        elif isinstance(v, float) and isinstance(have, int | float):
-            if abs(v - have) > 1e-9:
-                out[k] = v
-        elif have != v:
-            out[k] = v
-    return out
-
-
-def plan_register(
-    register: Register,
-    properties: Sequence[Mapping[str, Any]] = (),
-    buildings: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    meters: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-) -> list[Action]:
-    """What to send so the service matches the register, given what it holds now (the API's own
-    JSON: properties; buildings by property id; meters by building id). Properties match by
-    `internal_ref`, buildings by name within their property, meters by name within their
-    building; meters have no update endpoint, so a changed type or unit is a conflict."""
-    buildings = buildings or {}
-    meters = meters or {}
-    by_ref = {p.get("internal_ref"): p for p in properties if p.get("internal_ref")}
-    actions: list[Action] = []
-    prop_ids: dict[str, str | None] = {}
-    for item in register.properties:
-        current = by_ref.get(item.key[0])
-        if current is None:
-            actions.append(Action("property", "create", item.key, item.payload))
-            prop_ids[item.key[0]] = None
-            continue
-        prop_ids[item.key[0]] = current["id"]
-        diff = _changed(item.payload, current)
-        actions.append(
-            Action("property", "update" if diff else "unchanged", item.key, diff, current["id"])
-        )
-    bld_ids: dict[tuple[str, str], str | None] = {}
-    for item in register.buildings:
-        ref, name = item.key
-        pid = prop_ids.get(ref)
-        current = next(
-            (
-                b
-                for b in buildings.get(pid or "", ())
-                if str(b.get("name", "")).casefold() == name.casefold()
-            ),
-            None,
-        )
-        if current is None:
-            actions.append(Action("building", "create", item.key, item.payload, parent=(ref,)))
-            bld_ids[(ref, name.casefold())] = None
-            continue
-        bld_ids[(ref, name.casefold())] = current["id"]
-        diff = _changed(item.payload, current)
-        actions.append(
-            Action(
-                "building", "update" if diff else "unchanged", item.key, diff, current["id"], (ref,)
-            )
-        )
-    for item in register.meters:
-        ref, building, name = item.key
-        bid = bld_ids.get((ref, building.casefold()))
-        current = next(
-            (
-                m
-                for m in meters.get(bid or "", ())
-                if str(m.get("name") or "").casefold() == name.casefold()
-            ),
-            None,
-        )
-        parent = (ref, building)
-        if current is None:
-            actions.append(Action("meter", "create", item.key, item.payload, parent=parent))
-        elif (
-            current.get("type") != item.payload["type"]
-            or current.get("unit") != item.payload["unit"]
-        ):
-            actions.append(
-                Action(
-                    "meter",
-                    "conflict",
-                    item.key,
-                    item.payload,
-                    current["id"],
-                    parent,
-                    reason=f"the service's meter is {current.get('type')} in {current.get('unit')}; "
-                    "meters cannot be changed, create a new one with another name",
-                )
-            )
-        else:
-            actions.append(Action("meter", "unchanged", item.key, {}, current["id"], parent))
-    return actions

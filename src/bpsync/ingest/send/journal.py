@@ -14,187 +14,30 @@ No secret is stored here: the target is the base URL and the credential's finger
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from bpsync.paths import ensure_private_dir, state_dir
-
-RowStatus = Literal["pending", "sent", "accepted", "rejected", "skipped"]
-ImportStatus = Literal["open", "complete", "superseded"]
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS imports (
-    id INTEGER PRIMARY KEY,
-    target TEXT NOT NULL,
-    file_hash TEXT NOT NULL,
-    file_name TEXT NOT NULL,
-    file_path TEXT NOT NULL,
-    sheet TEXT,
-    template TEXT NOT NULL,
-    profile TEXT NOT NULL,
-    environment TEXT,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    finished_at TEXT,
-    headers TEXT NOT NULL DEFAULT '[]',
-    info TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS imports_by_file ON imports (target, file_hash);
-CREATE TABLE IF NOT EXISTS rows (
-    import_id INTEGER NOT NULL REFERENCES imports (id),
-    seq INTEGER NOT NULL,
-    source_row INTEGER,
-    meter_id TEXT,
-    building_id TEXT,
-    meter_key TEXT,
-    start_date TEXT,
-    end_date TEXT,
-    consumption REAL,
-    payload TEXT,
-    status TEXT NOT NULL,
-    reading_id TEXT,
-    code TEXT,
-    reason TEXT,
-    request_id INTEGER,
-    row_values TEXT,
-    PRIMARY KEY (import_id, seq)
-);
-CREATE INDEX IF NOT EXISTS rows_by_status ON rows (import_id, status);
-CREATE INDEX IF NOT EXISTS rows_by_request ON rows (request_id);
-CREATE TABLE IF NOT EXISTS requests (
-    id INTEGER PRIMARY KEY,
-    import_id INTEGER NOT NULL REFERENCES imports (id),
-    target TEXT NOT NULL,
-    meter_id TEXT NOT NULL,
-    building_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    start_date TEXT NOT NULL,
-    end_date TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    sent_at TEXT NOT NULL,
-    answered_at TEXT
-);
-CREATE INDEX IF NOT EXISTS requests_in_flight ON requests (target, status);
-"""
-
-
-def default_path() -> Path:
-    return state_dir() / "imports.sqlite"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class ImportRecord:
-    id: int
-    target: str
-    file_hash: str
-    file_name: str
-    file_path: str
-    sheet: str | None
-    template: str
-    profile: str
-    environment: str | None
-    status: ImportStatus
-    created_at: str
-    finished_at: str | None
-    headers: list[str]
-    info: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class JournalRow:
-    """One row's fate. Readings have a meter, dates and a payload; a source row refused before
-    sending (a bad date, an unknown meter) has only its row number, reason and original cells."""
-
-    seq: int
-    source_row: int | None
-    meter_id: str | None
-    building_id: str | None
-    meter_key: str | None
-    start: dt.date | None
-    end: dt.date | None
-    consumption: float | None
-    payload: dict[str, Any] | None
-    status: RowStatus
-    reading_id: str | None = None
-    code: str | None = None
-    reason: str | None = None
-    request_id: int | None = None
-    row_values: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class NewRow:
-    """A row to record when an import starts."""
-
-    source_row: int | None
-    status: RowStatus
-    meter_id: str | None = None
-    building_id: str | None = None
-    meter_key: str | None = None
-    start: dt.date | None = None
-    end: dt.date | None = None
-    consumption: float | None = None
-    payload: dict[str, Any] | None = None
-    code: str | None = None
-    reason: str | None = None
-    row_values: Sequence[str] | None = None
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """A request that was sent but whose answer was never journaled."""
-
-    id: int
-    import_id: int
-    meter_id: str
-    building_id: str
-    kind: str
-    start: dt.date
-    end: dt.date
-    rows: list[JournalRow]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the service said about one row of a request."""
-
-    seq: int
-    status: RowStatus
-    reading_id: str | None = None
-    code: str | None = None
-    reason: str | None = None
-
-
-def _date(text: str | None) -> dt.date | None:
-    return dt.date.fromisoformat(text) if text else None
-
-
-def storable_name(name: str) -> str | bytes:
-    """A file name or path as SQLite can hold it. A name that is not valid UTF-8 on disk reaches
-    Python with surrogate escapes (os.fsdecode), which no UTF-8 text column accepts: it is kept
-    as its file-system bytes (a BLOB), so nothing is lost and the path still opens."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return os.fsencode(name)
-    return name
-
-
-def stored_name(value: str | bytes) -> str:
-    """The name `storable_name` kept, as Python names the file again."""
-    return os.fsdecode(value) if isinstance(value, bytes) else value
+from bpsync.ingest.send.import_records import (
+    ImportRecord,
+    ImportStatus,
+    InFlight,
+    JournalRow,
+    NewRow,
+    Outcome,
+    RowStatus,
+    connect,
+    default_path,
+    import_record,
+    in_flight_record,
+    journal_row,
+    new_row_columns,
+    now,
+    storable_name,
+)
 
 
 class Journal:
@@ -202,17 +45,7 @@ class Journal:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_path()
-        ensure_private_dir(self.path.parent)
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self._db.row_factory = sqlite3.Row
-        # WAL + NORMAL: a committed transaction survives the process being killed (SIGKILL);
-        # only an OS crash could lose the last one, and the service's overlap rule still
-        # prevents a duplicate then.
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
-        self.path.chmod(0o600)
+        self._db = connect(self.path)
 
     def close(self) -> None:
         self._db.close()
@@ -235,25 +68,6 @@ class Journal:
 
     # ---- imports -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _import(r: sqlite3.Row) -> ImportRecord:
-        return ImportRecord(
-            r["id"],
-            r["target"],
-            r["file_hash"],
-            stored_name(r["file_name"]),
-            stored_name(r["file_path"]),
-            r["sheet"],
-            r["template"],
-            r["profile"],
-            r["environment"],
-            r["status"],
-            r["created_at"],
-            r["finished_at"],
-            json.loads(r["headers"]),
-            json.loads(r["info"]),
-        )
-
     def latest(self, target: str, file_hash: str, sheet: str | None = None) -> ImportRecord | None:
         """The newest import of this content (and sheet) into this target, unless superseded."""
         r = self._db.execute(
@@ -261,19 +75,19 @@ class Journal:
             " AND status != 'superseded' ORDER BY id DESC LIMIT 1",
             (target, file_hash, sheet or ""),
         ).fetchone()
-        return self._import(r) if r else None
+        return import_record(r) if r else None
 
     def get(self, import_id: int) -> ImportRecord:
         r = self._db.execute("SELECT * FROM imports WHERE id = ?", (import_id,)).fetchone()
         if r is None:
             raise KeyError(import_id)
-        return self._import(r)
+        return import_record(r)
 
     def open_imports(self, target: str) -> list[ImportRecord]:
         rows = self._db.execute(
             "SELECT * FROM imports WHERE target = ? AND status = 'open' ORDER BY id", (target,)
         )
-        return [self._import(r) for r in rows]
+        return [import_record(r) for r in rows]
 
     def create_import(
         self,
@@ -305,7 +119,7 @@ class Journal:
                     template,
                     profile,
                     environment,
-                    _now(),
+                    now(),
                     json.dumps(list(headers)),
                     json.dumps(info),
                 ),
@@ -315,25 +129,7 @@ class Journal:
                 "INSERT INTO rows (import_id, seq, source_row, meter_id, building_id, meter_key,"
                 " start_date, end_date, consumption, payload, status, code, reason, row_values)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        import_id,
-                        seq,
-                        r.source_row,
-                        r.meter_id,
-                        r.building_id,
-                        r.meter_key,
-                        r.start.isoformat() if r.start else None,
-                        r.end.isoformat() if r.end else None,
-                        r.consumption,
-                        json.dumps(r.payload) if r.payload is not None else None,
-                        r.status,
-                        r.code,
-                        r.reason,
-                        json.dumps(list(r.row_values)) if r.row_values else None,
-                    )
-                    for seq, r in enumerate(rows)
-                ),
+                (new_row_columns(import_id, seq, r) for seq, r in enumerate(rows)),
             )
         return import_id
 
@@ -345,30 +141,10 @@ class Journal:
                 )
             db.execute(
                 "UPDATE imports SET status = ?, finished_at = ? WHERE id = ?",
-                (status, _now() if status != "open" else None, import_id),
+                (status, now() if status != "open" else None, import_id),
             )
 
     # ---- rows ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _row(r: sqlite3.Row) -> JournalRow:
-        return JournalRow(
-            r["seq"],
-            r["source_row"],
-            r["meter_id"],
-            r["building_id"],
-            r["meter_key"],
-            _date(r["start_date"]),
-            _date(r["end_date"]),
-            r["consumption"],
-            json.loads(r["payload"]) if r["payload"] else None,
-            r["status"],
-            r["reading_id"],
-            r["code"],
-            r["reason"],
-            r["request_id"],
-            tuple(json.loads(r["row_values"])) if r["row_values"] else None,
-        )
 
     def rows(self, import_id: int, status: RowStatus | None = None) -> list[JournalRow]:
         query = "SELECT * FROM rows WHERE import_id = ?"
@@ -376,7 +152,7 @@ class Journal:
         if status is not None:
             query += " AND status = ?"
             args += (status,)
-        return [self._row(r) for r in self._db.execute(query + " ORDER BY seq", args)]
+        return [journal_row(r) for r in self._db.execute(query + " ORDER BY seq", args)]
 
     def counts(self, import_id: int) -> dict[str, int]:
         out = {s: 0 for s in ("pending", "sent", "accepted", "rejected", "skipped")}
@@ -431,7 +207,7 @@ class Journal:
                     start.isoformat(),  # type: ignore[union-attr]
                     end.isoformat(),  # type: ignore[union-attr]
                     len(rows),
-                    _now(),
+                    now(),
                 ),
             )
             request_id = int(cur.lastrowid or 0)
@@ -457,7 +233,7 @@ class Journal:
             )
             db.execute(
                 "UPDATE requests SET status = ?, answered_at = ? WHERE id = ?",
-                (status, _now(), request_id),
+                (status, now(), request_id),
             )
 
     def in_flight(self, target: str) -> list[InFlight]:
@@ -467,24 +243,13 @@ class Journal:
             (target,),
         ).fetchall():
             rows = [
-                self._row(x)
+                journal_row(x)
                 for x in self._db.execute(
                     "SELECT * FROM rows WHERE request_id = ? AND status = 'sent' ORDER BY seq",
                     (r["id"],),
                 )
             ]
-            out.append(
-                InFlight(
-                    r["id"],
-                    r["import_id"],
-                    r["meter_id"],
-                    r["building_id"],
-                    r["kind"],
-                    dt.date.fromisoformat(r["start_date"]),
-                    dt.date.fromisoformat(r["end_date"]),
-                    rows,
-                )
-            )
+            out.append(in_flight_record(r, rows))
         return out
 
     def request_count(self, import_id: int) -> int:

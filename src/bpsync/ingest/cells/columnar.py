@@ -6,43 +6,23 @@ Each chunk is a few hundred thousand rows held as one object array per column. D
 meters and flags repeat: each distinct value is parsed once by the same scalar parser bpsync
 always used (`parse_date`, `parse_number`, `lookup_unit`…) and spread back to the rows with
 numpy; numbers, mostly distinct, are converted in C (by Arrow for a CSV column, by numpy's
-float() cast for others) with the scalar parser behind them for anything unusual. `Items` is what mapping makes of a chunk: one entry per reading."""
+float() cast for others) with the scalar parser behind them for anything unusual. Readers make
+the chunks (`bpsync.ingest.readers.chunks`); mapping turns them into readings
+(`bpsync.ingest.readings`)."""
 
 from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bpsync.ingest.problems import Problem
-from bpsync.ingest.readers.base import Row, Table
-from bpsync.ingest.values import MAX_MAGNITUDE, NumberError, cell_text, is_blank, parse_number
+from bpsync.ingest.cells.values import MAX_MAGNITUDE, NumberError, cell_text, is_blank, parse_number
 
-CHUNK_ROWS = 200_000
-# A file whose first PROBE_ROWS data rows give not one reading (the mapper), or whose first
-# PROBE_ROWS readings name not one meter the profile knows (the normaliser), is refused as a
-# whole: 1M rows of garbage took 110 s and 1.7 GB keeping every row as a problem (issue 33
-# item 7). A real export refusing that many rows in a row has a wrong template, column or meter
-# map, which one line says better than 10,000 row problems.
-PROBE_ROWS = 10_000
-# At most this many rows refused in one file: each refused row keeps its cells and reason for the
-# reject report (about 1 KB), so a file with a readable first row and a million of garbage after it
-# took 43 s and 1.2 GB. Past the limit the file is refused as a whole, before anything is sent,
-# with the first reason (decisions T5).
-MAX_REFUSED_ROWS = 100_000
-# Rows are read CHUNK_ROWS at a time but mapped in pieces of MAP_ROWS, so the count of refused rows
-# is checked every MAP_ROWS rows: a chunk of 200,000 refused rows kept 200,000 problems with their
-# cells before the first check (0.6 GB for a 55 MB file); pieces stop it near the limit.
-MAP_ROWS = 25_000
-# More distinct meters than a file of bills names (the largest benchmark names 10,000): past
-# this many, the importer lists the organisation's meters instead of looking up each name the
-# file holds, so a file of a million distinct garbage names is not kept as a set of them.
-MAX_NAMED_METERS = 50_000
 _NAN = float("nan")
 
 
@@ -141,32 +121,6 @@ class Cells:
 
     def __getitem__(self, pos: int) -> Any:
         return None if self.index is None else self.chunk.cell(self.index, int(pos))
-
-
-def chunks_of_rows(rows: Iterable[Row], size: int, *, text: bool) -> Iterator[Chunk]:
-    """Rows transposed into chunks (workbooks, Green Button, the CSV reader's fallback)."""
-    numbers: list[int] = []
-    cells: list[tuple[object, ...]] = []
-    for row in rows:
-        numbers.append(row.number)
-        cells.append(row.cells)
-        if len(cells) >= size:
-            yield _transpose(numbers, cells, text)
-            numbers, cells = [], []
-    if cells:
-        yield _transpose(numbers, cells, text)
-
-
-def _transpose(numbers: list[int], rows: list[tuple[object, ...]], text: bool) -> Chunk:
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    width = int(lengths.max()) if len(rows) else 0
-    fill = "" if text else None
-    cells = []
-    for j in range(width):
-        col = np.empty(len(rows), dtype=object)
-        col[:] = [r[j] if j < len(r) else fill for r in rows]
-        cells.append(col)
-    return Chunk(np.asarray(numbers, dtype=np.int64), cells, lengths, text)
 
 
 # ---- per distinct value -------------------------------------------------------------------------
@@ -500,53 +454,3 @@ def parse_numbers(
         else:
             out[j] = number
     return out[codes], blank[codes], spread(faults, codes)
-
-
-# ---- what mapping makes of a chunk ---------------------------------------------------------------------------
-
-
-@dataclass
-class Items:
-    """One chunk's readings as the file states them (quantities in the file's units), one entry
-    per reading, in file order (row, then value column)."""
-
-    row: np.ndarray  # int64, the row number
-    order: np.ndarray  # int64, position among the row's value columns (0 for long)
-    meter: np.ndarray  # object: the meter key (a meter id, reference or meter name)
-    building: np.ndarray  # object: building name (meter.by = "building_name") or None
-    start: np.ndarray  # int64 ordinals
-    end: np.ndarray
-    consumption: np.ndarray  # float64
-    unit: np.ndarray  # object: unit name or None
-    cost: np.ndarray  # float64, NaN = none
-    currency: np.ndarray  # object
-    demand: np.ndarray  # float64, NaN = none
-    estimated: np.ndarray  # bool
-    column: np.ndarray  # int64 value column index, -1 = none (long layout)
-    column_text: np.ndarray  # object: the value column's header text, or None
-    meter_type: np.ndarray  # object
-
-    def __len__(self) -> int:
-        return len(self.row)
-
-    def take(self, positions: np.ndarray) -> Items:
-        return Items(**{k: take(v, positions) for k, v in self.__dict__.items()})
-
-    @staticmethod
-    def concat(parts: Sequence[Items]) -> Items:
-        return Items(
-            **{k: np.concatenate([getattr(p, k) for p in parts]) for k in Items.__annotations__}
-        )
-
-
-@dataclass
-class ChunkResult:
-    items: Items
-    problems: list[tuple[int, int, Problem]]  # (row, order, problem): sorted later
-
-
-def table_chunks(table: Table, size: int = CHUNK_ROWS) -> Iterator[Chunk]:
-    """The reader's own chunks when it has them (CSV through pandas), else its rows transposed."""
-    if table.chunks is not None:
-        return table.chunks(size)
-    return chunks_of_rows(table.rows(), size, text=table.kind == "csv")

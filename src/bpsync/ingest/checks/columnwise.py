@@ -2,11 +2,9 @@
 usual first import, and the whole of a dry run into an empty organisation): every meter's
 readings in one set of numpy arrays, sorted by meter, start, end and row.
 
-The rules and sentences are validate.py's (duplicates, overlaps, future dates, negative values,
-unusual period lengths, gaps, and the spike/drop flags the service will set). The anomaly average
-is summed in the service's order with the same float operations, one window position at a time
-across all readings, so the 3x / 25 % comparisons come out identical to the scalar rule
-(`validate.flags_by_ordinal`; tests/ingest/differential and tests/ingest/test_checks.py)."""
+The rules and sentences are those of `against_stored` (duplicates, overlaps, future dates,
+negative values, unusual period lengths, gaps, and the spike/drop flags the service will set,
+`service_rules`), so a meter reads the same whichever way it is checked."""
 
 from __future__ import annotations
 
@@ -18,13 +16,17 @@ from typing import Any
 
 import numpy as np
 
+from bpsync.ingest.checks.service_rules import (
+    FLAG_NAMES,
+    LONG_PERIOD_DAYS,
+    SPAN,
+    anomaly_codes,
+    flag_reason,
+    window_averages,
+)
 from bpsync.ingest.problems import Problem, Where
 
-# Day ordinals stay below 3,652,060 (9999-12-31): adding meter * SPAN keeps meters apart in one
-# sorted array.
-SPAN = 4_000_000
 _LONG = np.dtype(f"i{array('l').itemsize}")
-_BLOCK = 1 << 17  # readings per block of the window average
 
 
 @dataclass
@@ -68,7 +70,7 @@ class _Add:
 
 
 def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str, Any]]) -> None:
-    """Check `meters` ((position in the file's meter order, key, _MeterSet)); fill
+    """Check `meters` ((position in the file's meter order, key, MeterSet)); fill
     result.accepted and result.flags, append problems to context.keyed."""
     if not meters:
         return
@@ -202,8 +204,6 @@ def _warnings(
 ) -> None:
     """Negative values, unusual period lengths and gaps among the accepted readings (`ga`…:
     meter, row, start, end, consumption, value column; sorted by meter and start)."""
-    from bpsync.ingest.validate import LONG_PERIOD_DAYS
-
     fmt = dt.date.fromordinal
     days = ea - sa + 1
     # Each meter's usual length: the upper median of its accepted readings (3 or more).
@@ -266,100 +266,6 @@ def _warnings(
                 row,
                 "warning",
             )
-
-
-def window_averages(g: np.ndarray, s: np.ndarray, e: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """The service's 12-month average for each reading (NaN where it has no history): readings
-    of the same meter (`g`, sorted by start, not overlapping) ending in the 365 days before it
-    starts, monthly bills bill to bill, others per day scaled, negative ones left out; summed
-    oldest first, as the service does, one window position at a time."""
-    return averages(*window_sums((g, s, e, c), (g, s, e)))
-
-
-def averages(total: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """The window average where the window holds enough readings, else NaN."""
-    from bpsync.ingest.validate import MIN_HISTORY
-
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count >= MIN_HISTORY, total / np.maximum(count, 1), np.nan)
-
-
-def window_sums(
-    history: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    targets: tuple[np.ndarray, np.ndarray, np.ndarray],
-    start: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each target reading (meter group, start, end): the sum and count of its 12-month
-    window over `history` (group, start, end, consumption; sorted by group then start, not
-    overlapping), added in history order onto `start` (sums and counts carried over from an
-    earlier part of the history: the service sums its stored readings, then the batch)."""
-    from bpsync.ingest.validate import WINDOW_DAYS
-
-    hg, hs, he, c = history
-    g, s, e = targets
-    days = he - hs + 1
-    monthly = (days >= 27) & (days <= 32)
-    target_days = e - s + 1
-    target_monthly = (target_days >= 27) & (target_days <= 32)
-    keyed_end = he + hg * SPAN
-    since = np.maximum(s - WINDOW_DAYS, 1) + g * SPAN
-    lo = np.searchsorted(keyed_end, since, side="left")
-    hi = np.searchsorted(keyed_end, s + g * SPAN, side="left")
-    if start is None:
-        total, count = np.zeros(len(s)), np.zeros(len(s), dtype=np.int64)
-    else:
-        total, count = start[0].copy(), start[1].copy()
-    # In blocks of readings: each reading's sum is its own, and a block's temporaries stay a
-    # few MB however long the file is. Within a block the readings still summing are kept as
-    # compact arrays (their own days, partial sums, next past reading), written back as each
-    # window ends.
-    for block in range(0, len(s), _BLOCK):
-        active = block + np.flatnonzero(hi[block : block + _BLOCK] > lo[block : block + _BLOCK])
-        k, end = lo[active], hi[active]
-        own_days, own_monthly = target_days[active], target_monthly[active]
-        sums, counts = total[active], count[active]
-        while len(active):
-            past = c[k]
-            both = own_monthly & monthly[k]
-            # Bills of a monthly pair count as they are; others per day, scaled to this one.
-            value = past if both.all() else np.where(both, past, past * own_days / days[k])
-            use = past >= 0
-            if use.all():
-                sums += value
-                counts += 1
-            else:  # adding 0.0 leaves a sum unchanged (values >= 0 from +0.0: never -0.0)
-                sums += np.where(use, value, 0.0)
-                counts += use
-            k = k + 1
-            more = k < end
-            if not more.all():
-                done = ~more
-                total[active[done]], count[active[done]] = sums[done], counts[done]
-                active, k, end = active[more], k[more], end[more]
-                own_days, own_monthly = own_days[more], own_monthly[more]
-                sums, counts = sums[more], counts[more]
-    return total, count
-
-
-FLAG_NAMES = ("", "negative", "spike", "drop")  # by `anomaly_codes`' code
-
-
-def flag_reason(flag: str) -> str:
-    """The warning that says a reading will be flagged "spike" or "drop"."""
-    what = "3 times or more" if flag == "spike" else "under a quarter of"
-    return f"the service will flag this reading '{flag}': {what} the meter's 12-month average"
-
-
-def anomaly_codes(consumption: np.ndarray, average: np.ndarray) -> np.ndarray:
-    """`anomaly_flags` of each reading as a code: 0 none, 1 negative, 2 spike, 3 drop."""
-    from bpsync.ingest.validate import DROP_FACTOR, SPIKE_FACTOR
-
-    has = ~np.isnan(average) & (average > 0)
-    negative = consumption < 0
-    base = np.where(has, average, 0)
-    spike = ~negative & has & (consumption >= SPIKE_FACTOR * base)
-    drop = ~negative & has & ~spike & (consumption < DROP_FACTOR * base)
-    return np.select([negative, spike, drop], [1, 2, 3], 0)
 
 
 def _flags(
