@@ -77,7 +77,17 @@ def test_a_piped_key_gives_no_warning(service: Service, tmp_path: Path, flags: t
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "bpsync", "login", *flags, "--secret-store", "file", "--base-url", service.base_url],
+        [
+            sys.executable,
+            "-m",
+            "bpsync",
+            "login",
+            *flags,
+            "--secret-store",
+            "file",
+            "--base-url",
+            service.base_url,
+        ],
         input=service.test_key + "\n",
         capture_output=True,
         text=True,
