@@ -697,7 +697,7 @@ async def test_ctrl_o_opens_profiles_and_signing_in_again_works(seeded: Seeded) 
 SCREEN_KEYS = {
     "PortfolioScreen": ["slash", "escape", "f", "escape", "s", "r", "c", "b"],
     "PropertyScreen": ["r", "c"],
-    "BuildingScreen": ["r", "c", "b"],
+    "BuildingScreen": ["r", "c", "t", "b"],
     "BenchmarksScreen": ["p", "r"],
     "PortfolioBenchmarksScreen": ["r"],
     "ReportsScreen": ["r", "d", "c", "ctrl+g"],

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Select, Static
 
+from bpsync.client.models import BenchmarkResult
 from bpsync.tui.format import (
     GRADES,
     PROPERTY_TYPES,
@@ -22,6 +23,7 @@ from bpsync.tui.screens.base import AppScreen
 from bpsync.tui.widgets.charts import BarChart, LineChart
 from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
+from bpsync.tui.widgets.performance import missing_svc, with_reasons
 from bpsync.tui.widgets.plain import fields_table
 from bpsync.tui.widgets.topbar import TopBar
 
@@ -43,6 +45,8 @@ class BenchmarksScreen(AppScreen):
         super().__init__()
         self.building_id = building_id
         self.title_text = name or building_id
+        self.result: BenchmarkResult | None = None
+        self.svc_series: tuple[list[str], list[float]] = ([], [])
 
     def compose(self) -> ComposeResult:
         yield TopBar(f"Benchmarks · {self.title_text}")
@@ -102,12 +106,21 @@ class BenchmarksScreen(AppScreen):
             self.post_message(HistoryLoaded(history, periods))
 
     def on_benchmarks_loaded(self, message: BenchmarksLoaded) -> None:
-        self.query_one("#scores", Static).update(fields_table(score_lines(message.result), 1))
+        self.result = message.result
+        lines = with_reasons(score_lines(message.result), message.result)
+        self.query_one("#scores", Static).update(fields_table(lines, 1))
+        self._svc_chart()
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         entries = message.history.history
         self.query_one("#eui-chart", LineChart).show(*history_series(entries, "eui_kwh_m2"))
-        self.query_one("#score-chart", LineChart).show(*history_series(entries, "svc_score"))
+        self.svc_series = history_series(entries, "svc_score")
+        self._svc_chart()
+
+    def _svc_chart(self) -> None:
+        """The svc history, or why it has no points (said once the scores are in)."""
+        why = missing_svc(self.result) if self.result is not None else ""
+        self.query_one("#score-chart", LineChart).show(*self.svc_series, empty=why)
 
 
 class PortfolioBenchmarksScreen(AppScreen):

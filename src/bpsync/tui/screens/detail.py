@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from bpsync.client import errors as E
 from bpsync.client.models import Building, Meter, Property, Reading
+from bpsync.tui.context import UnitsChanged
 from bpsync.tui.format import DASH, day, gfa_sum, is_locked, moment, number, reading_row
 from bpsync.tui.messages import (
     BuildingLoaded,
@@ -25,6 +27,7 @@ from bpsync.tui.messages import (
 )
 from bpsync.tui.screens.base import AppScreen, ConfirmScreen, failure, near_end
 from bpsync.tui.widgets.footer import AppFooter
+from bpsync.tui.widgets.performance import PerformancePanel, compliance_line
 from bpsync.tui.widgets.plain import PlainTable, fields_table, right
 from bpsync.tui.widgets.topbar import TopBar
 
@@ -69,6 +72,44 @@ def readings_title(
     locked = sum(1 for r in shown if is_locked(r, locked_through))
     lock = f" · {locked} locked" if locked else ""
     return Text(f"Readings of {name}, newest first: {len(shown)} of {total}{lock}")
+
+
+BUILDING_HELP = (
+    "The building's fields and use types (their areas must add up to the GFA), the city "
+    "emissions law that covers it (LL97, BERDO) on one line, and two tabs; t switches. "
+    "Performance: the law's limit, emissions, excess and penalty per period to 2050 (a table "
+    "and a chart), the EPC grade, pathway stranding years and scores (a missing one says "
+    "why), and the EUI history. Meters & readings: the selected meter's readings, newest "
+    "first. Yellow flags are anomalies (spike, drop), red is a negative reading. 🔒 marks "
+    "readings the building's lock covers: they cannot be deleted. d deletes the highlighted "
+    "reading after asking."
+)
+
+
+def fill_meters(table: DataTable[Any], meters: Collection[Meter]) -> None:
+    """The building's meters, one row each, keyed by id."""
+    table.clear()
+    for m in meters:
+        table.add_row(
+            m.name or m.id, m.type.value, m.unit, m.source, day(m.latest_reading_date), key=m.id
+        )
+
+
+def under_cursor(table: DataTable[Any], items: dict[str, Reading]) -> Reading | None:
+    """The item of the row under the table's cursor (rows are keyed by id)."""
+    if table.row_count == 0:
+        return None
+    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+    return items.get(str(key.value))
+
+
+def remark_locks(
+    table: DataTable[Any], readings: dict[str, Reading], locked_through: dt.date | None
+) -> None:
+    """Re-mark the lock column after the lock moved (readings stay where they are)."""
+    lock_column = table.ordered_columns[-1].key
+    for reading_id, reading in readings.items():
+        table.update_cell(reading_id, lock_column, reading_row(reading, locked_through)[-1])
 
 
 class PropertyScreen(AppScreen):
@@ -158,13 +199,10 @@ class PropertyScreen(AppScreen):
 
 class BuildingScreen(AppScreen):
     HELP_TITLE = "Building"
-    HELP = (
-        "The building's fields, use types (their areas must add up to the GFA), meters and the "
-        "selected meter's readings, newest first. Yellow flags are anomalies (spike, drop), red "
-        "is a negative reading. 🔒 marks readings the building's lock covers: they cannot be "
-        "deleted. d deletes the highlighted reading after asking."
-    )
+    HELP = BUILDING_HELP
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # for the performance panel
     BINDINGS = [
+        Binding("t", "switch_tab", "Switch tab", id="building.switch_tab"),
         Binding("d", "delete", "Delete reading", id="building.delete"),
         Binding("b", "benchmarks", "Benchmarks", id="building.benchmarks"),
         Binding("g", "report", "Report", id="building.report"),
@@ -190,9 +228,14 @@ class BuildingScreen(AppScreen):
         yield TopBar(f"Building · {self.title_text}")
         yield Static("Loading…", id="building-fields", classes="fields")
         yield Static("", id="use-types")
-        yield PlainTable(id="meters", cursor_type="row")
-        yield Static("", id="readings-title", classes="section-title")
-        yield PlainTable(id="readings", cursor_type="row", zebra_stripes=True)
+        yield Static(compliance_line(None), id="compliance-line")
+        with TabbedContent(initial="performance", id="building-tabs"):
+            with TabPane("Performance", id="performance"):
+                yield PerformancePanel(id="performance-panel")
+            with TabPane("Meters & readings", id="readings-tab"):
+                yield PlainTable(id="meters", cursor_type="row")
+                yield Static("", id="readings-title", classes="section-title")
+                yield PlainTable(id="readings", cursor_type="row", zebra_stripes=True)
         yield Static("", id="note")
         yield AppFooter()
 
@@ -231,20 +274,13 @@ class BuildingScreen(AppScreen):
         fields = building_fields(b, self.locked_through)
         self.query_one("#building-fields", Static).update(fields_table(fields))
         self.query_one("#use-types", Static).update(use_types_text(b))
+        panel = self.query_one(PerformancePanel)
+        panel.units = self.bpsync.units
+        panel.load(self.client, b, self.bpsync.clock().date())
         table = self.query_one("#meters", DataTable)
-        table.clear()
         self.meters = {m.id: m for m in message.meters}
-        for m in message.meters:
-            table.add_row(
-                m.name or m.id,
-                m.type.value,
-                m.unit,
-                m.source,
-                day(m.latest_reading_date),
-                key=m.id,
-            )
+        fill_meters(table, message.meters)
         if message.meters:
-            table.focus()
             self.show_meter(message.meters[0].id)
         else:
             self.query_one("#readings-title", Static).update("No meters yet.")
@@ -309,6 +345,9 @@ class BuildingScreen(AppScreen):
         self.query_one("#readings-title", Static).update(title)
 
     def _maybe_more(self) -> None:
+        # A hidden table is "near its end" at any size: read on only while it is shown.
+        if self.query_one(TabbedContent).active != "readings-tab":
+            return
         if near_end(self.query_one("#readings", DataTable), 5):
             self.load_readings()
 
@@ -317,11 +356,7 @@ class BuildingScreen(AppScreen):
         self._maybe_more()
 
     def current_reading(self) -> Reading | None:
-        table = self.query_one("#readings", DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        return self.readings.get(str(key.value))
+        return under_cursor(self.query_one("#readings", DataTable), self.readings)
 
     def action_delete(self) -> None:
         reading = self.current_reading()
@@ -366,12 +401,7 @@ class BuildingScreen(AppScreen):
         self.post_message(ReadingDeleted(meter_id, reading_id))
 
     def _remark_locks(self) -> None:
-        table = self.query_one("#readings", DataTable)
-        lock_column = table.ordered_columns[-1].key
-        for reading_id, reading in self.readings.items():
-            table.update_cell(
-                reading_id, lock_column, reading_row(reading, self.locked_through)[-1]
-            )
+        remark_locks(self.query_one("#readings", DataTable), self.readings, self.locked_through)
         self._readings_title()
 
     def on_reading_deleted(self, message: ReadingDeleted) -> None:
@@ -388,7 +418,24 @@ class BuildingScreen(AppScreen):
             )
             self.notify("Reading deleted.")
 
-    # --- elsewhere -------------------------------------------------------------------------------
+    # --- performance and elsewhere ---------------------------------------------------------------
+
+    def on_performance_panel_loaded(self, message: PerformancePanel.Loaded) -> None:
+        line = compliance_line(message.outlook)
+        if message.problem and message.outlook is None:
+            line = Text(f"Compliance: could not be read ({message.problem})")
+        self.query_one("#compliance-line", Static).update(line)
+
+    def on_units_changed(self, message: UnitsChanged) -> None:
+        panel = self.query_one(PerformancePanel)
+        panel.units = message.units
+        panel.render_all()
+
+    def action_switch_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = "readings-tab" if tabs.active == "performance" else "performance"
+        self.query_one("#meters" if tabs.active == "readings-tab" else "#performance-panel").focus()
+        self.call_after_refresh(self._maybe_more)
 
     def action_benchmarks(self) -> None:
         from bpsync.tui.screens.benchmarks import BenchmarksScreen

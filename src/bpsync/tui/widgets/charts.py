@@ -175,13 +175,16 @@ class GroupedBarChart(PlotextPlot):
         self.empty_note = empty or "no data yet"
         self._draw()
 
+    def title_text(self) -> str:
+        drawn = bool(self.labels) and any(self.values)
+        return self.chart_title if drawn else f"{self.chart_title}: {self.empty_note}"
+
     def _draw(self) -> None:
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        drawn = bool(self.labels) and any(self.values)
-        plt.title(self.chart_title if drawn else f"{self.chart_title}: {self.empty_note}")
-        if drawn:
+        plt.title(self.title_text())
+        if self.labels and any(self.values):
             plt.multiple_bar(self.labels, self.values, labels=self.series)
             self.ticks = zero_axis([v for s in self.values for v in s])
             _axis(plt, self.ticks)
