@@ -23,7 +23,7 @@ def export(root: Path) -> Path:
     import keyring
     from typer.testing import CliRunner
 
-    from bpsync.cli import app
+    from bpsync.cli.entry import app
     from bpsync.ingest import link_meter
     from tests.conftest import FakeClock, LiveServer, MemoryKeyring, _bootstrap, make_service_app
 

@@ -13,7 +13,8 @@ from keyring.backends import fail as fail_backend
 from typer.testing import CliRunner
 
 from bpservice.workers.reports import generate_pending
-from bpsync.cli import EXIT, app
+from bpsync.cli.entry import app
+from bpsync.cli.output import EXIT
 from bpsync.config import load_config
 from tests.client.conftest import MemoryKeyring
 from tests.conftest import Service

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from bpsync.client import AsyncServiceClient, AuthenticationError, LoginRequiredError
 from bpsync.client.auth import (
     ApiKeyAuth,

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import EXIT, app
+from bpsync.cli.entry import app
+from bpsync.cli.output import EXIT
 from tests.client.conftest import MemoryKeyring
 from tests.conftest import Service
 

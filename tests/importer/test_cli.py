@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from tests.conftest import Service
 from tests.importer.conftest import SAMPLES
 

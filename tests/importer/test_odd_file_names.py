@@ -14,7 +14,7 @@ import pytest
 from openpyxl import Workbook
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from bpsync.ingest.send.journal import Journal
 from tests.conftest import Org, Service, make_org
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from bpsync.ingest.send.journal import Journal
 from tests.conftest import Org, Service, make_org
 

@@ -14,7 +14,7 @@ import pytest
 from openpyxl import Workbook, load_workbook
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from bpsync.ingest.send.results import RejectedRow, write_reject_report
 from tests.conftest import Org, Service, make_org
 

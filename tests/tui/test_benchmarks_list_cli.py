@@ -10,7 +10,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from tests.tui.conftest import Seeded, login
 
 

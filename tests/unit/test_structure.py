@@ -1,15 +1,14 @@
 """The shape of the code a newcomer changes first (issues 15 and 26): no import cycles anywhere in
-`src/`; in the import engine none even through imports inside functions, and no room of it
+`src/`, not even through imports inside functions; no room of the import engine
 (`bpsync/ingest/<room>/`) that a file's imports lead out of and back into; the command line, the
 watcher and the terminal app enter the engine only by its door (`bpsync.ingest`); no module over
 700 lines or class over 250 lines where the engine's shape matters; and no function longer than
 ~120 lines in the command line, the client's request path, the watcher and the demo.
 
-Lazy imports: outside the engine an import inside a function is not an edge (it runs when called,
-and a deliberate one, such as the command line's, breaks no import). Inside the engine it is an
-edge like any other: the issue's measure is that following a file's path through its imports
-never returns to a room it left, and a reader follows a lazy import as much as an eager one.
-`if TYPE_CHECKING:` blocks are never edges (only a type checker runs them)."""
+Lazy imports: an import inside a function is an edge like any other (issue 26: following a file's
+path through its imports never returns to a module or room it left, and a reader follows a lazy
+import as much as an eager one; the command line loads its heavy libraries lazily, which makes no
+circle). `if TYPE_CHECKING:` blocks are never edges (only a type checker runs them)."""
 
 from __future__ import annotations
 
@@ -142,12 +141,10 @@ def in_engine(name: str) -> bool:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Module → the modules of ours it imports: at import time, and inside the engine also in
-    function bodies (see the module's docstring)."""
+    """Module → the modules of ours it imports, at import time and in function bodies (see the
+    module's docstring)."""
     known = modules()
-    return {
-        name: imports_of(name, path, known, lazy=in_engine(name)) for name, path in known.items()
-    }
+    return {name: imports_of(name, path, known, lazy=True) for name, path in known.items()}
 
 
 def room(name: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bpsync import logs
-from bpsync.cli import app
+from bpsync.cli.entry import app
 
 
 def dead_url() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bpsync.cli import app
+from bpsync.cli.entry import app
 from bpsync.config import ConfigError
 from bpsync.ingest.lookup.meter_map import meter_map_path
 from bpsync.watch.rules import FOLDER_RULES_FILE, FolderRules, read_folder_rules
