@@ -340,6 +340,9 @@ class PortfolioScreen(AppScreen):
 # --- the table of buildings (issue 28) -----------------------------------------------------------
 
 
+FLUSH = 0.5  # seconds between batches of results: each redraws the table (~0.1 s at 200 rows)
+
+
 @dataclass
 class BuildingsListed(Message, bubble=False):
     """Buildings of some properties (the list phase), for the load `generation`."""
@@ -350,12 +353,11 @@ class BuildingsListed(Message, bubble=False):
 
 @dataclass
 class BuildingsUpdated(Message, bubble=False):
-    """Benchmark figures (`row`) or a compliance outlook (`outlook`) of one building."""
+    """Benchmark figures (a row) or compliance outlooks of some buildings, by building id."""
 
     generation: int
-    building_id: str
-    row: BuildingRow | None = None
-    outlook: ComplianceOutlook | None = None
+    rows: list[BuildingRow]
+    outlooks: dict[str, ComplianceOutlook]
 
 
 @dataclass
@@ -423,25 +425,45 @@ class BuildingsScreen(AppScreen):
         rows: list[BuildingRow] = []
 
         async def listed() -> None:
+            loop = asyncio.get_running_loop()
+            sent, last = 0, 0.0
             async for chunk in BT.list_rows(client):
                 rows.extend(chunk)
-                self.post_message(BuildingsListed(generation, chunk))
+                # The first buildings at once, then in batches (each batch redraws the table).
+                if not sent or loop.time() - last >= FLUSH:
+                    self.post_message(BuildingsListed(generation, rows[sent:]))
+                    sent, last = len(rows), loop.time()
+            if sent < len(rows):
+                self.post_message(BuildingsListed(generation, rows[sent:]))
 
         if await self.guarded("Buildings", listed()) is None and not rows:
             return
         self.post_message(BuildingsPhase(generation, "listed"))
 
+        # Results go to the screen in batches (every FLUSH seconds), not one message each.
+        scored: list[BuildingRow] = []
+        assessed: dict[str, ComplianceOutlook] = {}
+        loop = asyncio.get_running_loop()
+        flushed = loop.time()
+
+        def flush(force: bool = False) -> None:
+            nonlocal scored, assessed, flushed
+            if (scored or assessed) and (force or loop.time() - flushed >= FLUSH):
+                self.post_message(BuildingsUpdated(generation, scored, assessed))
+                scored, assessed, flushed = [], {}, loop.time()
+
         async def scores() -> None:
             async for row in BT.benchmarks(client, rows):
-                self.post_message(BuildingsUpdated(generation, row.building_id, row=row))
+                scored.append(row)
+                flush()
 
         async def laws() -> None:
             async for row in BT.outlooks(client, rows, today, self.bpsync.outlooks):
-                self.post_message(
-                    BuildingsUpdated(generation, row.building_id, outlook=row.outlook)
-                )
+                assessed[row.building_id] = row.outlook  # type: ignore[assignment]
+                flush()
 
         await self.guarded("Scores", asyncio.gather(scores(), laws()))
+        flush(force=True)
         self.post_message(BuildingsPhase(generation, "done"))
 
     def on_buildings_listed(self, message: BuildingsListed) -> None:
@@ -452,15 +474,19 @@ class BuildingsScreen(AppScreen):
     def on_buildings_updated(self, message: BuildingsUpdated) -> None:
         if message.generation != self.generation:
             return
-        old = self.table.rows_by_id.get(message.building_id)
-        if old is None:
-            return
-        if message.row is not None:
-            self.benchmarked += 1
-            self.table.put([replace(message.row, outlook=old.outlook)])
-        else:
-            self.assessed += 1
-            self.table.put([replace(old, outlook=message.outlook)])
+        known = self.table.rows_by_id
+        updated = {
+            r.building_id: replace(r, outlook=known[r.building_id].outlook)
+            for r in message.rows
+            if r.building_id in known
+        }
+        for building_id, outlook in message.outlooks.items():
+            row = updated.get(building_id) or known.get(building_id)
+            if row is not None:
+                updated[building_id] = replace(row, outlook=outlook)
+        self.benchmarked += len(message.rows)
+        self.assessed += len(message.outlooks)
+        self.table.put(updated.values())
         self._status()
 
     def on_buildings_phase(self, message: BuildingsPhase) -> None:

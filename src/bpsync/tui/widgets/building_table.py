@@ -34,16 +34,41 @@ class BuildingTable(PlainTable):
         self.descending = False
         self.units: Units = "si"
         self.shown: list[BuildingRow] = []  # the visible rows, in order
+        self._shown_ids: set[str] = set()
         self._scheduled = False
         self._headings: tuple[tuple[str, ...], int] | None = None
 
     # --- what is shown ---------------------------------------------------------------------------
 
     def put(self, rows: Iterable[BuildingRow], *, now: bool = False) -> None:
-        """Add or replace rows (by building id); the table is rebuilt soon (or `now`)."""
+        """Add or replace rows (by building id). A row shown whose place cannot change (same
+        sort value, still matching the filter) is updated in place; otherwise the table is
+        rebuilt soon (or `now`): filling 200 rows' columns never re-sorts 400 times."""
+        order_changed = now
+        by = BT.sort_key(self.sort_key, self.units)
         for row in rows:
+            old = self.rows_by_id.get(row.building_id)
             self.rows_by_id[row.building_id] = row
-        self.schedule(now)
+            if (
+                old is not None
+                and row.building_id in self._shown_ids
+                and by(old) == by(row)
+                and BT.matches(row, self.term)
+            ):
+                self._update_in_place(old, row)
+            elif old is not None or BT.matches(row, self.term):
+                order_changed = True
+        if order_changed:
+            self.schedule(now)
+
+    def _update_in_place(self, old: BuildingRow, row: BuildingRow) -> None:
+        before, after = BT.cells(old, self.units), BT.cells(row, self.units)
+        numeric = {c.key for c in BT.COLUMNS if c.numeric}
+        for key, text in after.items():
+            if key != "building" and text != before[key]:
+                value = Text(text, justify="right") if key in numeric else text
+                self.update_cell(row.building_id, key, value)
+        self.shown = [row if r.building_id == row.building_id else r for r in self.shown]
 
     def schedule(self, now: bool = False) -> None:
         if now:
@@ -90,6 +115,7 @@ class BuildingTable(PlainTable):
         self.shown = BT.visible(
             self.rows_by_id.values(), self.term, self.sort_key, self.descending, self.units
         )
+        self._shown_ids = {r.building_id for r in self.shown}
         headings = self.headings()
         # The name column is as wide as the longest name shown, up to NAME_WIDTH (cut with …).
         width = min(NAME_WIDTH, max([len(headings[0]), *(len(r.building) for r in self.shown)]))
