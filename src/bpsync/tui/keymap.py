@@ -4,6 +4,7 @@
 [keymap]
 "app.help" = "f1"
 "portfolio.archive" = "A"          # several keys: "x,delete"
+"app.units" = "U"                  # SI/US units; "screen.export" exports any table (e)
 ```
 
 Keys are Binding ids (listed on the help screen and in docs/tui.md); values are Textual key names.
