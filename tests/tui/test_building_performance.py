@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from textual.widgets import DataTable, TabbedContent
+from textual.widgets import DataTable, Input, Select, TabbedContent
 
 from bpsync.client.models import BenchmarkResult
 from bpsync.compliance import ComplianceOutlook, PeriodOutlook
@@ -100,6 +100,14 @@ def test_the_compliance_line_says_the_law_its_state_and_the_cost() -> None:
 # --- the screen ----------------------------------------------------------------------------------
 
 
+def outlook_building(app: BPSyncApp, name: str) -> str:
+    """The id of the building of that name among the session's outlooks."""
+    screens = [s for s in app.screen_stack if type(s).__name__ == "BuildingScreen"]
+    found = [s.building_id for s in screens if s.title_text == name]  # type: ignore[attr-defined]
+    assert found and found[0] in app.outlooks
+    return found[0]
+
+
 def make_app() -> BPSyncApp:
     return BPSyncApp(clock=lambda: NOW)  # type: ignore[arg-type]
 
@@ -169,6 +177,15 @@ async def test_a_new_york_building_shows_ll97_epc_pathway_and_reasons(
         other = "EUI kBtu/ft²" if units == "si" else "EUI kWh/m²"
         await until(pilot, lambda: app.units != units and history.chart_title == other)
         assert other.removeprefix("EUI ") in shown(app, "#perf-scores")
+        # g: a report for this building, of the law it is covered by, for its last full year.
+        await pilot.press("g")
+        await until(pilot, lambda: type(app.screen).__name__ == "ReportsScreen")
+        await until(pilot, lambda: app.screen.query(Select) and app.screen.types)
+        form = app.screen
+        await until(pilot, lambda: form.query_one("#r-type", Select).value == "compliance_ll97")
+        assert form.query_one("#r-building", Select).value == outlook_building(app, "Tower A")
+        await until(pilot, lambda: form.query_one("#r-start", Input).value == "2025-01-01")
+        assert form.query_one("#r-end", Input).value == "2025-12-31"
     assert not [m for m in msgs.seen if type(m).__name__ == "ActionFailed"]
 
 

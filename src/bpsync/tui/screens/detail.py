@@ -276,7 +276,7 @@ class BuildingScreen(AppScreen):
         self.query_one("#use-types", Static).update(use_types_text(b))
         panel = self.query_one(PerformancePanel)
         panel.units = self.bpsync.units
-        panel.load(self.client, b, self.bpsync.clock().date())
+        panel.load(self.client, b, self.bpsync.clock().date(), self.bpsync.outlooks)
         table = self.query_one("#meters", DataTable)
         self.meters = {m.id: m for m in message.meters}
         fill_meters(table, message.meters)

@@ -107,6 +107,9 @@ class ReportsScreen(AppScreen):
         self.types = {t.type: t for t in message.types}
         self.templates = message.templates
         wanted = "benchmark_certificate" if self.building_id else "portfolio_summary"
+        outlook = self.bpsync.outlooks.get(self.building_id or "")
+        if outlook is not None and outlook.covered and outlook.law:
+            wanted = f"compliance_{outlook.law.lower()}"  # the law the building screen showed
         self.query_one(ReportForm).show_catalogue(self.types, self.templates, wanted)
 
     # --- generating and watching -----------------------------------------------------------------

@@ -87,9 +87,12 @@ def rating_text(result: BenchmarkResult) -> str:
         return f"{DASH} · no national median for this use type"
     if not rating.eligible:
         return f"{number(rating.score)} · not eligible: needs 12 full months of every meter"
-    certified = "certification eligible" if rating.certification_eligible else "not certifiable"
-    why = getattr(rating, "indicative_reason", None)
-    return f"{number(rating.score)} · {certified}" + (f" · {why}" if why else "")
+    if rating.certification_eligible:
+        return f"{number(rating.score)} · certification eligible"
+    # The service's reason (assumed use details, outside the US) runs to four lines at 120
+    # columns and pushed the charts off the panel: at a glance it is only named.
+    indicative = " (indicative)" if getattr(rating, "indicative_reason", None) else ""
+    return f"{number(rating.score)} · not certifiable{indicative}"
 
 
 def epc_text(result: BenchmarkResult, country: str | None) -> str:
@@ -279,6 +282,7 @@ class PerformancePanel(VerticalScroll):
         self.history: BenchmarkHistory | None = None
         self.country: str | None = None
         self.units: Units = "si"
+        self.loaded = False  # once loaded, a load is a reload: the outlook is read afresh
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="perf-top"):
@@ -291,16 +295,25 @@ class PerformancePanel(VerticalScroll):
             yield LineChart("EUI kWh/m²", id="eui-history")
 
     @work(exclusive=True, group="performance", exit_on_error=False)
-    async def load(self, client: AsyncServiceClient, building: Building, today: dt.date) -> None:
+    async def load(
+        self,
+        client: AsyncServiceClient,
+        building: Building,
+        today: dt.date,
+        outlooks: dict[str, ComplianceOutlook],
+    ) -> None:
         """Read the scores, the EUI history and the compliance outlook; each failure is said in
-        place of what it would have shown."""
+        place of what it would have shown. `outlooks` is the session's cache (shared with the
+        portfolio and the reports form): used on the first load, renewed on a reload."""
         parts: dict[str, Any] = {}
         try:
             prop = await client.properties.get(building.property_id)
             parts["country"] = prop.address.country
             parts["result"] = await client.benchmarks.building(building.id)
             parts["history"] = await client.benchmarks.history(building.id, periods=HISTORY_PERIODS)
-            parts["outlook"] = await fetch_outlook(client, building, today=today, prop=prop)
+            cached = outlooks.get(building.id) if not self.loaded else None
+            outlook = cached or await fetch_outlook(client, building, today=today, prop=prop)
+            parts["outlook"] = outlooks[building.id] = outlook
         except (E.BPSyncError, ValueError, OSError) as exc:
             parts["problem"] = describe(exc)
         self.post_message(self._Data(**parts))
@@ -314,6 +327,7 @@ class PerformancePanel(VerticalScroll):
         self.history = parts.get("history")
         self.outlook = parts.get("outlook")
         problem = parts.get("problem", "")
+        self.loaded = True
         self.render_all(problem)
         self.post_message(self.Loaded(self.outlook, problem))
 
