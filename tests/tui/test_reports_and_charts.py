@@ -19,6 +19,7 @@ from bpsync.tui import messages as M
 from bpsync.tui.app import BPSyncApp
 from bpsync.tui.widgets.charts import (
     BarChart,
+    LineChart,
     change_text,
     count_axis,
     nice_step,
@@ -85,12 +86,12 @@ def report(**fields: object) -> Report:
 
 def test_a_report_row_names_its_building_and_shows_its_size_whole() -> None:
     cells = report_cells(report(), NOW, {"bld_tower": "Tower A · Hudson Yards Tower"})
-    assert cells[2] == "Tower A · Hudson Yards Tower"
-    assert str(cells[-1]) == "5.3 KB" and cells[-1].justify == "right"
-    assert report_cells(report(), NOW, {})[2] == "bld_tower"  # until the name is known
+    assert cells[-1] == "Tower A · Hudson Yards Tower"
+    assert str(cells[5]) == "5.3 KB" and cells[5].justify == "right"
+    assert report_cells(report(), NOW, {})[-1] == "bld_tower"  # until the name is known
     org = report(building_id=None, filters={"country": "US", "type": "office"})
-    assert report_cells(org, NOW)[2] == "US · office"
-    assert report_cells(report(building_id=None), NOW)[2] == "all buildings"
+    assert report_cells(org, NOW)[-1] == "US · office"
+    assert report_cells(report(building_id=None), NOW)[-1] == "all buildings"
 
 
 def test_a_failed_report_gives_its_reason_whole() -> None:
@@ -99,7 +100,7 @@ def test_a_failed_report_gives_its_reason_whole() -> None:
         "choose a year in which its meters have readings."
     )
     failed = report(status="failed", reason_code="no_data", reason=reason, file_size_bytes=None)
-    assert report_cells(failed, NOW)[5] == "no_data"
+    assert report_cells(failed, NOW)[4] == "no_data"
     line = detail_text(failed, NOW, {"bld_tower": "Tower A"}).plain
     assert reason in line and "Tower A" in line
 
@@ -183,15 +184,20 @@ async def test_a_building_report_defaults_to_its_last_year_and_is_downloaded_fro
         table = screen.query_one(ReportList)
         assert app.focused is table
         row = [str(c) for c in table.get_row_at(0)]
-        assert row[1:3] == ["compliance_ll97", "Tower A · Hudson Yards Tower"], row
+        assert (row[1], row[-1]) == ("compliance_ll97", "Tower A · Hudson Yards Tower"), row
         generate_pending(service.app, service.clock())
         await until(pilot, lambda: msgs.of(M.ReportUpdated)[-1].report.status.value == "complete")
         done = msgs.of(M.ReportUpdated)[-1].report
         assert done.reporting_period and done.reporting_period.start == dt.date(2024, 1, 1)
         row = [str(c) for c in table.get_row_at(0)]
-        assert row[-1].endswith(" KB")
-        size_column = table.ordered_columns[-1]
-        assert size_column.get_render_width(table) - 2 * table.cell_padding >= len(row[-1])
+        assert row[5].endswith(" KB")
+        size_column = table.ordered_columns[5]
+        assert size_column.get_render_width(table) - 2 * table.cell_padding >= len(row[5])
+        # ...and on screen, whole, at 80 columns too.
+        assert (
+            table.region.x + sum(c.get_render_width(table) for c in table.ordered_columns[:6])
+            <= size[0]
+        )
         await pilot.press("d")
         await until(pilot, lambda: msgs.of(M.DownloadFinished))
         assert screen.query_one("#r-start", Input).value == "2024-01-01"  # no "d" typed
@@ -254,14 +260,30 @@ async def test_the_organisation_period_and_a_failure_reason_in_full(
 
 
 @pytest.mark.anyio
-async def test_the_grade_chart_counts_buildings_in_whole_numbers(data_to_2024: Service) -> None:
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x36"])
+async def test_charts_start_at_zero_and_count_in_whole_numbers(
+    data_to_2024: Service, size: tuple[int, int]
+) -> None:
+    from bpsync.tui.screens.benchmarks import BenchmarksScreen
+
     login(data_to_2024)
     app = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: type(app.screen).__name__ == "PortfolioScreen")
         await pilot.press("f3")
         await until(pilot, lambda: type(app.screen).__name__ == "PortfolioBenchmarksScreen")
         chart = app.screen.query_one("#grades-chart", BarChart)
         await until(pilot, lambda: sum(chart.values) == 6)
-        assert chart.ticks[0] == 0 and all(isinstance(t, int) for t in chart.ticks)
+        assert chart.ticks == list(range(chart.ticks[-1] + 1))  # 0, 1, 2 ... buildings
         assert chart.ticks[-1] >= max(chart.values)
+        # A building's EUI from zero with its change in the title; svc on 0-100, or why not.
+        building_id, name = await tower(app)
+        app.call_later(app.push_screen, BenchmarksScreen(building_id, name))
+        await until(pilot, lambda: type(app.screen).__name__ == "BenchmarksScreen")
+        await until(pilot, lambda: app.screen.query(LineChart))
+        eui = app.screen.query_one("#eui-chart", LineChart)
+        svc = app.screen.query_one("#score-chart", LineChart)
+        await until(pilot, lambda: eui.values and svc.empty_note != "no data yet")
+        assert eui.ticks[0] == 0 and eui.ticks[-1] >= max(eui.values)
+        assert "→" in eui.title_text() and "%" in eui.title_text()
+        assert svc.title_text() == "svc score: needs 5 in its peer group, has 1"

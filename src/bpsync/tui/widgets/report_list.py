@@ -14,7 +14,8 @@ from bpsync.client.models import Report, ReportStatus
 from bpsync.tui.format import DASH, elapsed, moment, size
 from bpsync.tui.widgets.plain import PlainTable, right
 
-COLUMNS = ("Created", "Type", "For", "Fmt", "Status", "Time", right("Size"))
+# Whom a report is for comes last: names are long, and the status and size must show at 80.
+COLUMNS = ("Created", "Type", "Fmt", "Status", "Time", right("Size"), "For")
 SIZE_WIDTH = len("1,023.9 MB")  # the widest size(): the column is never cut
 
 
@@ -46,11 +47,11 @@ def report_cells(
     return (
         moment(report.created_at),
         report.type,
-        scope_text(report, names or {}),
         report.format,
         status,
         took,
         right(size(report.file_size_bytes)),
+        scope_text(report, names or {}),
     )
 
 
@@ -90,9 +91,8 @@ class ReportList(PlainTable):
         self.names: dict[str, str] = {}
 
     def on_mount(self) -> None:
-        for column in COLUMNS[:-1]:
-            self.add_column(column)
-        self.add_column(COLUMNS[-1], width=SIZE_WIDTH)
+        for column in COLUMNS:
+            self.add_column(column, width=SIZE_WIDTH if column is COLUMNS[5] else None)
 
     def cells(self, report: Report) -> tuple[Any, ...]:
         return report_cells(report, self.clock(), self.names)
