@@ -10,12 +10,11 @@ import sys
 import time
 import webbrowser
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from bpsync import session
 from bpsync.cli.output import (
     ALL_SCOPES,
     EXIT,
@@ -34,21 +33,6 @@ from bpsync.cli.output import (
 )
 from bpsync.cli.root import app
 from bpsync.client import errors as E
-from bpsync.client.auth import (
-    ApiKeyAuth,
-    OAuthApp,
-    OAuthAuth,
-    key_environment,
-    login_with_browser,
-)
-from bpsync.client.ratelimit import Bucket
-from bpsync.client.service import (
-    AsyncServiceClient,
-    api_key_name,
-    client_secret_name,
-    credentials_for,
-    secret_store_for,
-)
 from bpsync.config import (
     ConfigError,
     Profile,
@@ -57,6 +41,11 @@ from bpsync.config import (
     save_config,
 )
 from bpsync.paths import config_file
+
+if TYPE_CHECKING:  # the client (httpx, pydantic's models) loads when a command runs, not at start
+    from bpsync.client.auth import OAuthApp
+    from bpsync.client.ratelimit import Bucket
+    from bpsync.client.service import AsyncServiceClient
 
 # --- login, logout, status, profiles -------------------------------------------------------------
 
@@ -117,6 +106,9 @@ def login(
 ) -> None:
     """Store credentials for a profile: an API key (prompted without echo, or read from standard
     input with --with-token) or an OAuth login."""
+    from bpsync import session  # the client loads when a command runs
+    from bpsync.client.auth import key_environment
+
     state = _state(ctx, profile, as_json)
     _logging(state.verbose)
     if with_token and oauth:
@@ -181,6 +173,8 @@ def login(
 
 
 async def _oauth_login(app_: OAuthApp, scopes: list[str], no_browser: bool) -> Any:
+    from bpsync.client.auth import login_with_browser
+
     err = stderr()
     if no_browser:
 
@@ -225,6 +219,8 @@ def _login_done(state: State, profile: Profile, info: dict[str, Any]) -> None:
 @app.command()
 def logout(ctx: typer.Context, profile: ProfileOpt = None, as_json: JsonOpt = False) -> None:
     """Forget the profile's stored secrets (API key, OAuth tokens, client secret)."""
+    from bpsync.client.service import api_key_name, client_secret_name, secret_store_for
+
     state = _state(ctx, profile, as_json)
     try:
         prof = state.profile()
@@ -254,6 +250,9 @@ def status(
     offline: Annotated[bool, typer.Option(help="Do not contact the service")] = False,
 ) -> None:
     """Profile, environment, auth method, token expiry and rate-limit state."""
+    from bpsync.client.auth import ApiKeyAuth, OAuthAuth
+    from bpsync.client.service import AsyncServiceClient, credentials_for
+
     state = _state(ctx, profile, as_json)
     _logging(state.verbose)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -30,9 +30,9 @@ from bpsync.cli.output import (
 )
 from bpsync.cli.results import benchmarks_app
 from bpsync.cli.root import app
-from bpsync.client.service import (
-    AsyncServiceClient,
-)
+
+if TYPE_CHECKING:  # the client loads when a command runs, not at start-up
+    from bpsync.client.service import AsyncServiceClient
 
 # --- properties ----------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
@@ -27,9 +27,9 @@ from bpsync.cli.output import (
     table,
 )
 from bpsync.cli.root import app
-from bpsync.client.service import (
-    AsyncServiceClient,
-)
+
+if TYPE_CHECKING:  # the client loads when a command runs, not at start-up
+    from bpsync.client.service import AsyncServiceClient
 
 # --- benchmarks ----------------------------------------------------------------------------------
 

@@ -23,24 +23,19 @@ from bpsync.client import errors as E
 from bpsync.config import ConfigError
 from bpsync.ingest import (
     DEFAULT_HEADROOM,
-    ImportOptions,
     ImportSummary,
     IngestError,
     Interrupts,
     NoProgress,
-    RegisterOutcome,
     RichProgress,
     TemplateError,
     builtin_templates_dir,
-    import_file,
-    import_register,
     link_meter,
     list_templates,
     load_meter_map,
     load_template,
     meter_map_path,
     problems_table,
-    read_register,
     render,
     save_template,
     suggest_template,
@@ -153,6 +148,8 @@ def import_command(
         profile_name = state.profile().name
     except ConfigError as exc:
         cli.fail(str(exc), cli.EXIT.CONFIG, exc, state.json)
+    from bpsync.ingest import ImportOptions, import_file  # the engine loads when it is used
+
     options = ImportOptions(
         template=template,
         sheet=sheet,
@@ -202,6 +199,8 @@ def register_import(
     """Create or update properties, buildings and meters from a register workbook (idempotent:
     matched by internal_ref and by building name within a property) and link the meters'
     utility numbers and Portfolio Manager ids in the profile's meter map."""
+    from bpsync.ingest import import_register, read_register  # loaded when used
+
     state = cli._state(ctx, profile, as_json)
     try:
         profile_name = state.profile().name
@@ -218,7 +217,7 @@ def register_import(
             problems_table(problems, cli.stdout())
             cli.stderr().print("The register has errors: nothing was sent. Fix them and re-run.")
         raise typer.Exit(int(cli.EXIT.INVALID))
-    outcome: RegisterOutcome = cli.run(
+    outcome = cli.run(
         ctx, lambda c: import_register(c, register, profile_name, dry_run=dry_run)
     )
     if state.json:

@@ -10,20 +10,21 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bpsync import logs
 from bpsync.cli import output as cli
 from bpsync.config import ConfigError
-from bpsync.ingest import DEFAULT_HEADROOM, ImportOptions, IngestError, load_template
+from bpsync.ingest import DEFAULT_HEADROOM, IngestError, load_template
 from bpsync.paths import user_templates_dir
-from bpsync.watch.core import RunResult, WatchConfig, Watcher, WatcherBusyError
 from bpsync.watch.log import WatchLog
 from bpsync.watch.rules import DEFAULT_IGNORE, read_folder_rules
-from bpsync.watch.service import ServiceImporter
 from bpsync.watch.summary import watch_status_lines
+
+if TYPE_CHECKING:  # the watcher and the engine load when a folder is watched, not at start-up
+    from bpsync.watch.core import RunResult
 
 __all__ = ["attach", "exit_code_of", "watch_command", "watch_status_lines"]
 
@@ -159,6 +160,10 @@ def watch_command(
             load_template(template, [user_templates_dir()])
         except IngestError as exc:
             cli.fail(str(exc), cli.EXIT.INVALID)
+    from bpsync.ingest import ImportOptions
+    from bpsync.watch.core import WatchConfig, Watcher, WatcherBusyError
+    from bpsync.watch.service import ServiceImporter
+
     try:
         config = WatchConfig(
             folder=folder,

@@ -24,9 +24,10 @@ import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BATCH = 500
 MAX_UPLOAD = 5000
@@ -307,6 +308,8 @@ def _estimate(
 
 def _seconds_until(bucket: BucketBudget, n: np.ndarray, headroom: float) -> np.ndarray:
     """`bucket.seconds_until` of each count in `n`, the same arithmetic on arrays."""
+    import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
+
     now_left, first_reset = bucket.left_now(headroom)
     per = bucket.per_window(headroom)
     later = first_reset + bucket.window * ((np.maximum(n - now_left, 1) - 1) // per)
@@ -325,6 +328,8 @@ def _best_prefix(
     """The k whose `_estimate(limits, singles[k], batches[k], ...)` is least by (seconds to the
     microsecond, principal calls), the first of equals: the planners' search over every prefix,
     done on arrays (a file of 4,000 meters has 4,000 prefixes to weigh)."""
+    import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
+
     h = limits.headroom
     principal_calls = singles + batches + extra_calls
     wire = singles * limits.single_seconds + batch_wire
@@ -380,6 +385,8 @@ def _share(plan: Plan) -> float:
 def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 0) -> Plan:
     """The largest meters in uploads (sequential, bulk tokens), the rest as single calls
     (concurrent, principal tokens): the split with the smallest estimate."""
+    import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
+
     order = sorted((m for m, n in groups.items() if n > 0), key=lambda m: -groups[m])
     total = sum(groups[m] for m in order)
     # Prefix k puts the k largest meters in uploads.
@@ -429,6 +436,8 @@ def batch_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 
     Chunks of one reading always go as a single call (a batch would spend a bulk token for
     nothing). The others are sorted by size, largest first, and the prefix to batch is the one
     with the smallest estimate; ties go to fewer calls."""
+    import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
+
     meter_chunks = {m: chunks(n) for m, n in groups.items() if n > 0}
     candidates = sorted(
         ((size, m, off) for m, cs in meter_chunks.items() for off, size in cs if size >= 2),
