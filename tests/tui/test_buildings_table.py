@@ -171,6 +171,12 @@ async def test_a_profile_sets_the_units_and_other_tables_export_too(
         await until(pilot, lambda: screen_name(app) == "PortfolioScreen")
         assert app.units == "us"
         await until(pilot, lambda: len(app.screen.rows) == 5)
+        props = app.screen.query_one("#properties")
+        assert str(props.ordered_columns[5].label) == "GFA ft²"
+        riverside = next(
+            r for r in range(props.row_count) if str(props.get_row_at(r)[0]) == "Riverside House"
+        )
+        assert str(props.get_row_at(riverside)[5]) == "88,264"  # 8,200 m²
         await pilot.press("e")  # any table: the property list as shown
         folder = tmp_path / "downloads"
         await until(pilot, lambda: len(list(folder.glob("portfolio-*.csv"))) == 1)
@@ -195,6 +201,10 @@ async def test_a_profile_sets_the_units_and_other_tables_export_too(
         await until(pilot, lambda: screen_name(app) == "PortfolioScreen")
         await pilot.press("u")  # the app's key, on any screen
         assert app.units == "si"
+        await pilot.pause()
+        props = app.screen.query_one("#properties")
+        assert str(props.ordered_columns[5].label) == "GFA m²"
+        assert "8,200" in [str(props.get_row_at(r)[5]) for r in range(props.row_count)]
         await pilot.press("f1")
         await until(pilot, lambda: screen_name(app) == "HelpScreen")
         keys = shown(app, "#help-keys")

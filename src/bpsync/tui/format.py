@@ -131,7 +131,7 @@ def matches(prop: Property, term: str) -> bool:
     return all(word in haystack for word in needle.split())
 
 
-def property_row(prop: Property) -> tuple[Any, ...]:
+def property_row(prop: Property, units: Units = "si") -> tuple[Any, ...]:
     status = Text(prop.status.value, style="dim" if prop.status.value == "archived" else "")
     return (
         prop.name,
@@ -139,7 +139,7 @@ def property_row(prop: Property) -> tuple[Any, ...]:
         prop.address.city,
         prop.address.country,
         right(str(prop.building_count)),
-        right(number(prop.total_gfa_m2)),
+        right(area(prop.total_gfa_m2, units, unit=False)),
         status,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,24 @@ from bpsync.tui.widgets.country import CountryInput
 from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable, right
 from bpsync.tui.widgets.topbar import TopBar
+from bpsync.units import Units, label
 
 if TYPE_CHECKING:
     from bpsync.tui.widgets.export import TableContent
 
-COLUMNS = ("Name", "Type", "City", "Country", right("Bldgs"), right("GFA m²"), "Status")
+
+def columns(units: Units) -> tuple[Any, ...]:
+    return (
+        "Name",
+        "Type",
+        "City",
+        "Country",
+        right("Bldgs"),
+        right(f"GFA {label('area', units)}"),
+        "Status",
+    )
+
+
 # Start fetching the next page when the cursor or the scroll position is this close to the end.
 PREFETCH_ROWS = 10
 SEARCH_PAGE_SIZE = 200  # a search scans every page; the biggest pages cost the fewest requests
@@ -55,6 +69,23 @@ def status_line(shown: int, total: int | None, term: str, scanned: int, loading:
     if loading:
         text += " · loading…"
     return text
+
+
+def whole_portfolio(params: dict[str, Any]) -> bool:
+    """No filter narrows the list: its first page may set the default units (US when mostly
+    US)."""
+    return not (params.get("type") or params.get("country"))
+
+
+def redraw(table: DataTable[Any], props: Iterable[Property], units: Units) -> None:
+    """The property list again in `units` (the GFA column), from what was fetched."""
+    cursor = table.cursor_row
+    table.clear(columns=True)
+    table.add_columns(*columns(units))
+    for prop in props:
+        table.add_row(*property_row(prop, units), key=prop.id)
+    if table.row_count:
+        table.move_cursor(row=min(cursor, table.row_count - 1), animate=False)
 
 
 class PortfolioFilters(Horizontal):
@@ -126,9 +157,9 @@ class PortfolioScreen(AppScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#properties", DataTable)
-        table.add_columns(*COLUMNS)
+        table.add_columns(*columns(self.bpsync.units))
         table.focus()
-        self.watch(table, "scroll_y", self._scrolled, init=False)
+        self.watch(table, "scroll_y", lambda _: self._maybe_more(), init=False)
         self.reload()
 
     # --- the query -------------------------------------------------------------------------------
@@ -210,16 +241,21 @@ class PortfolioScreen(AppScreen):
             if prop.id in self.rows:
                 continue
             self.rows[prop.id] = prop
-            table.add_row(*property_row(prop), key=prop.id)
+            table.add_row(*property_row(prop, self.bpsync.units), key=prop.id)
         self.page = message.page
         self.total_pages = message.total_pages
         self.total = message.total
         searching = bool(message.scanned)
+        if message.page == 1 and not searching and whole_portfolio(self.query_params()):
+            self.bpsync.follow_portfolio_units(p.address.country for p in message.items)
         self.loading = searching and message.page < message.total_pages
         self._status(message.scanned)
         if not searching:
             # Judge "near the end" once the table has laid out its new rows.
             self.call_after_refresh(self._maybe_more)
+
+    def on_units_changed(self, message: UnitsChanged) -> None:
+        redraw(self.query_one("#properties", DataTable), self.rows.values(), message.units)
 
     def _status(self, scanned: int = 0) -> None:
         total = self.total if self.total_pages is not None else None  # None: no page yet
@@ -228,16 +264,10 @@ class PortfolioScreen(AppScreen):
 
     # --- loading more as the table scrolls -------------------------------------------------------
 
+    @on(DataTable.RowHighlighted, "#properties")
     def _maybe_more(self) -> None:
         if near_end(self.query_one("#properties", DataTable), PREFETCH_ROWS):
             self.load_more()
-
-    def _scrolled(self, _: float) -> None:
-        self._maybe_more()
-
-    @on(DataTable.RowHighlighted, "#properties")
-    def _highlighted(self) -> None:
-        self._maybe_more()
 
     @on(DataTable.RowSelected, "#properties")
     def _open(self, event: DataTable.RowSelected) -> None:
@@ -330,7 +360,8 @@ class PortfolioScreen(AppScreen):
         updated = prop.model_copy(update={"status": result.status})
         self.rows[result.id] = updated
         table = self.query_one("#properties", DataTable)
-        table.update_cell(result.id, table.ordered_columns[-1].key, property_row(updated)[-1])
+        row = property_row(updated, self.bpsync.units)
+        table.update_cell(result.id, table.ordered_columns[-1].key, row[-1])
         self.notify(f"Archived {prop.name}.")
         self.inline(
             f"Archived {prop.name} at {result.archived_at:%Y-%m-%d %H:%M} UTC.", error=False
