@@ -235,8 +235,13 @@ async def test_the_organisation_period_and_a_failure_reason_in_full(
         await pilot.press("f4")
         await until(pilot, lambda: type(app.screen).__name__ == "ReportsScreen")
         screen = app.screen
-        # The organisation's data ends in 2024 too.
+        # The organisation's data ends in 2024 too; a period typed in is the user's, unlabelled.
         await until(pilot, lambda: screen.query_one("#r-start", Input).value == "2024-01-01")
+        note = screen.query_one("#r-period-note")
+        assert "last full year with data" in str(note.render())
+        screen.query_one("#r-end", Input).value = "2024-06-30"
+        await until(pilot, lambda: str(note.render()) == "")
+        screen.query_one("#r-end", Input).value = "2024-12-31"
         await until(pilot, lambda: screen.types)
         screen.query_one("#r-type", Select).value = "compliance_ll97"
         building = screen.query_one("#r-building", Select)

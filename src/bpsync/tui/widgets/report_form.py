@@ -222,6 +222,12 @@ class ReportForm(Vertical):
         self.period_note = note
         self.query_one("#r-period-note", Label).update(note)
 
+    @on(Input.Changed, "#r-start, #r-end")
+    def _period_typed(self) -> None:
+        typed = (self.query_one("#r-start", Input).value, self.query_one("#r-end", Input).value)
+        if self.auto_period is not None and typed != self.auto_period:
+            self.query_one("#r-period-note", Label).update("")  # no longer the form's choice
+
     @work(exclusive=True, group="report-form-names", exit_on_error=False)
     async def load_names(self) -> None:
         assert self.client is not None
