@@ -292,3 +292,31 @@ async def test_charts_start_at_zero_and_count_in_whole_numbers(
         assert eui.ticks[0] == 0 and eui.ticks[-1] >= max(eui.values)
         assert "→" in eui.title_text() and "%" in eui.title_text()
         assert svc.title_text() == "svc score: needs 5 in its peer group, has 1"
+
+
+@pytest.mark.anyio
+async def test_building_names_with_brackets_are_offered_literally(service: Service) -> None:
+    with service.client() as api:
+        prop = api.post(
+            "/v1/properties",
+            json={"name": "[red]Depot", "type": "office",
+                  "address": {"street": "1 A St", "city": "Leeds", "country": "GB"}},
+        ).raise_for_status().json()["data"]  # fmt: skip
+        api.post(
+            f"/v1/properties/{prop['id']}/buildings",
+            json={"name": "[bold]Annex[/]", "primary_use_type": "office", "gfa_m2": 900,
+                  "year_built": 2000, "floors": 2},
+        ).raise_for_status()  # fmt: skip
+    login(service)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: type(app.screen).__name__ == "PortfolioScreen")
+        await pilot.press("f4")
+        await until(pilot, lambda: type(app.screen).__name__ == "ReportsScreen")
+        screen = app.screen
+        await until(pilot, lambda: screen.types)
+        screen.query_one("#r-type", Select).value = "benchmark_certificate"
+        building = screen.query_one("#r-building", Select)
+        await until(pilot, lambda: len(building._options) > 1)
+        labels = [str(label) for label, value in building._options if value != Select.NULL]
+        assert labels == ["[bold]Annex[/] · [red]Depot"]

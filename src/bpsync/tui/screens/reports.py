@@ -171,7 +171,8 @@ class ReportsScreen(AppScreen):
             and previous.status == ReportStatus.PROCESSING
         ):
             what = scope_text(report, reports.names)
-            self.notify(f"{report.type} for {what} is ready ({size(report.file_size_bytes)}).")
+            ready = f"{report.type} for {what} is ready ({size(report.file_size_bytes)})."
+            self.notify(ready, markup=False)  # building names are users' text
         elif report.status == ReportStatus.FAILED:
             self.inline(f"{report.type} failed: {report.reason or report.reason_code}")
         self._detail()

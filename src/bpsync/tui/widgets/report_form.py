@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -159,7 +160,7 @@ class ReportForm(Vertical):
             building_id, name = building
             self.names[building_id] = name
             select = self.query_one("#r-building", Select)
-            select.set_options([(name or building_id, building_id)])
+            select.set_options([(Text(name or building_id), building_id)])  # names: no markup
             select.value = building_id
         self.fill_period(last=today.year - 1)
         self.load_names()
@@ -254,8 +255,10 @@ class ReportForm(Vertical):
         if isinstance(chosen, str) and chosen not in {v for _, v in choices}:
             choices.insert(0, (self.names.get(chosen, chosen), chosen))  # keep what was given
         self.names.update({value: label for label, value in message.choices})
+        if message.note:
+            self.notify(message.note, severity="warning", markup=False)
         with self.prevent(Select.Changed):
-            select.set_options(choices)
+            select.set_options([(Text(label), value) for label, value in choices])
             if isinstance(chosen, str):
                 select.value = chosen
         self.post_message(self.NamesKnown(dict(self.names)))
