@@ -65,10 +65,12 @@ def test_every_missing_score_says_why_where_it_would_be() -> None:
     empty = result(eui_kwh_m2=None, carbon_intensity_kgco2e_m2=None, reporting_period={})
     assert svc_text(empty) == "– · no energy data in the period"
     # The benchmarks screen's lines get the same reasons.
-    lines = with_reasons([("svc score", "–"), ("Energy rating", "68")], result())
-    assert lines == [
+    regional = "not applicable: No scheme is modelled for US; the service rates GB (UK DEC)."
+    lines = [("svc score", "–"), ("Energy rating", "68"), ("Regional rating", regional)]
+    assert with_reasons(lines, result()) == [
         ("svc score", "– · needs 5 buildings in its peer group: office:US has 1"),
         ("Energy rating", "68"),
+        ("Regional rating", "not applicable: No scheme is modelled for US"),
     ]
 
 

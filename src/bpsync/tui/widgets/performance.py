@@ -146,12 +146,18 @@ def score_rows(
 
 
 def with_reasons(lines: list[tuple[str, str]], result: BenchmarkResult) -> list[tuple[str, str]]:
-    """The benchmarks screen's score lines with each missing score saying why, in its own line."""
+    """The benchmarks screen's score lines with each missing score saying why, in its own line;
+    a regional rating that does not apply says so in its first clause only (the rest, which
+    scheme the service does model, took five lines for every building outside GB)."""
     reasons = {"svc score": svc_text(result), "Energy rating": rating_text(result)}
-    return [
-        (label, reasons[label] if label in reasons and value == DASH else value)
-        for label, value in lines
-    ]
+    out = []
+    for label, value in lines:
+        if label in reasons and value == DASH:
+            value = reasons[label]
+        elif label == "Regional rating" and value.startswith("not applicable"):
+            value = value.split(";")[0].rstrip(".")
+        out.append((label, value))
+    return out
 
 
 def missing_svc(result: BenchmarkResult) -> str:
