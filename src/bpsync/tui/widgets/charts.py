@@ -106,8 +106,10 @@ class LineChart(PlotextPlot):
         plt.title(self.title_text())
         if self.values:
             xs = list(range(1, len(self.values) + 1))
-            plt.plot(xs, self.values, marker="braille")
-            plt.scatter(xs, self.values, marker="●")  # a 2-point line still shows its 2 points
+            # Line and points on the same character grid (a braille line sat a row off its
+            # points); a 2-point line still shows its 2 points.
+            plt.plot(xs, self.values, marker="dot")
+            plt.scatter(xs, self.values, marker="●")
             plt.xticks(xs, self.labels)
             if len(xs) == 1:
                 plt.xlim(0.5, 1.5)
