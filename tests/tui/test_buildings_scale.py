@@ -1,5 +1,8 @@
 """A 200-building portfolio's table loads, sorts and filters (issue 28). No timing is asserted
-here: bench/bench_tui.py measures and prints the figures."""
+here: bench/bench_tui.py measures and prints the figures. On the shared dev machine (2026-11-27,
+median of 3, the service in its own process with the spec's default rate limits, 120x36): first
+rows 0.9 s, all 200 listed 1.1 s, every score and compliance column filled 7.2 s; a sort 40 ms
+(the slowest column 256 ms), a filter keystroke 8 ms, a units switch 246 ms."""
 
 from __future__ import annotations
 

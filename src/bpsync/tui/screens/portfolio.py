@@ -371,7 +371,7 @@ class PortfolioScreen(AppScreen):
 # --- the table of buildings (issue 28) -----------------------------------------------------------
 
 
-FLUSH = 0.5  # seconds between batches of results: each redraws the table (~0.1 s at 200 rows)
+FLUSH = 1.0  # seconds between batches of results: each redraws the table (~0.1 s at 200 rows)
 
 
 @dataclass
