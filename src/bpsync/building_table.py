@@ -83,9 +83,11 @@ def score_note(result: BenchmarkResult) -> tuple[float | None, str]:
     return None, "no svc score"
 
 
-def with_benchmark(row: BuildingRow, result: BenchmarkResult | None) -> BuildingRow:
+def with_benchmark(
+    row: BuildingRow, result: BenchmarkResult | None, why: str = "benchmark not available"
+) -> BuildingRow:
     if result is None:
-        return replace(row, benchmarked=True, score_note="benchmark not available")
+        return replace(row, benchmarked=True, score_note=why)
     svc, note = score_note(result)
     return replace(
         row,
@@ -276,8 +278,9 @@ async def benchmarks(
         async with gate:
             try:
                 return with_benchmark(row, await client.benchmarks.building(row.building_id))
-            except E.NotFoundError:
-                return with_benchmark(row, None)
+            except E.APIStatusError as exc:
+                # One building the service refuses (gone, no access) leaves the rest to fill.
+                return with_benchmark(row, None, f"benchmark not available ({exc.status})")
 
     for done in asyncio.as_completed([one(r) for r in rows]):
         yield await done
@@ -291,8 +294,9 @@ async def outlooks(
 ) -> AsyncIterator[BuildingRow]:
     """Each row with its compliance outlook (from `cache` when there, else fetched and cached);
     a building no law covers needs no request."""
+    from bpsync.client import errors as E
     from bpsync.client.models import Address, Property
-    from bpsync.compliance import _not_covered, fetch_outlook
+    from bpsync.compliance import NO_DATA, _not_covered, fetch_outlook
 
     cache = {} if cache is None else cache
     gate = asyncio.Semaphore(CONCURRENCY)
@@ -304,14 +308,19 @@ async def outlooks(
             found = _not_covered(None, "No city emissions law (LL97, BERDO) applies here.")
         else:
             async with gate:
-                building = await client.buildings.get(row.property_id, row.building_id)
                 prop = Property.model_construct(
                     id=row.property_id,
                     address=Address.model_construct(
                         city=row.city, state=row.state, country=row.country
                     ),
                 )
-                found = await fetch_outlook(client, building, today=today, prop=prop)
+                try:
+                    building = await client.buildings.get(row.property_id, row.building_id)
+                    found = await fetch_outlook(client, building, today=today, prop=prop)
+                except E.APIStatusError as exc:
+                    found = ComplianceOutlook(
+                        row.law, True, f"Figures not available: {exc.message}", None, NO_DATA
+                    )
         cache[row.building_id] = found
         return replace(row, outlook=found)
 

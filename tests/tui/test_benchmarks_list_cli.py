@@ -51,3 +51,17 @@ def test_bad_sort_and_units_are_one_line(seeded: Seeded) -> None:
     assert "Traceback" not in result.output
     result = invoke("benchmarks", "list", "--units", "imperial")
     assert result.exit_code == 2 and "units must be 'si' or 'us'" in result.output
+
+
+def test_a_key_without_meter_access_still_lists_every_building(seeded: Seeded) -> None:
+    """Compliance needs the meters' readings; a key that may not read them gets every other
+    column, and the compliance cells say why they are empty."""
+    key = seeded.service.new_key(["properties:read", "benchmarks:read"])
+    login(seeded.service, key)
+    result = invoke("benchmarks", "list", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {b["building"]: b for b in json.loads(result.stdout)["buildings"]}
+    assert len(rows) == 6 and rows["Tower A"]["eui"] is not None
+    tower = rows["Tower A"]["compliance"]
+    assert tower["status"] == "no data" and tower["reason"].startswith("Figures not available")
+    assert rows["Riverside House"]["compliance"]["status"] == "not covered"
