@@ -172,12 +172,26 @@ def _not_covered(law: str | None, reason: str) -> ComplianceOutlook:
     return ComplianceOutlook(law, False, reason, None, NOT_COVERED)
 
 
+def first_year(law: str) -> int:
+    """The first calendar year the law's cited tables cover (LL97 2024, BERDO 2025)."""
+    from bpservice.domain import compliance as c
+
+    table = c.ll97_table() if law == LL97 else c.berdo_table()
+    return int(table["periods"][0]["first_year"])
+
+
+def factor_year(law: str, basis: int) -> int:
+    """The year whose emission factors turn the basis year's energy into emissions: the basis
+    year itself, or the law's first year when the basis is older (the tables start there)."""
+    return max(basis, first_year(law))
+
+
 def _ll97_periods(
     energy_kwh: Mapping[str, float], areas: Sequence[tuple[str, float]], basis: int, today: dt.date
 ) -> tuple[PeriodOutlook, ...]:
     from bpservice.domain import compliance as c
 
-    emissions = c.ll97_assess(energy_kwh, areas, basis).emissions_tco2e
+    emissions = c.ll97_assess(energy_kwh, areas, factor_year(LL97, basis)).emissions_tco2e
     out = []
     for first, last in _LL97_PERIODS:
         if last < today.year:
@@ -208,7 +222,8 @@ def _berdo_periods(
 ) -> tuple[PeriodOutlook, ...]:
     from bpservice.domain import compliance as c
 
-    emissions = c.berdo_assess(energy_kwh, areas, basis, gross_sqft=gross_sqft).emissions_tco2e
+    year = factor_year(BERDO, basis)
+    emissions = c.berdo_assess(energy_kwh, areas, year, gross_sqft=gross_sqft).emissions_tco2e
     out = []
     for period in c.berdo_table()["periods"]:
         first, last = int(period["first_year"]), period["last_year"]
@@ -293,7 +308,10 @@ def outlook(
         status = NO_DATA
     else:
         status = OVER_LIMIT if current.over else COMPLIANT
-    reason = f"{rule.reason} Figures projected from {basis}'s emissions.{caveat}"
+    reason = f"{rule.reason} Figures projected from {basis}'s emissions"
+    if factor_year(law, basis) != basis:
+        reason += f" (its energy with {law}'s first factors, {factor_year(law, basis)})"
+    reason += f".{caveat}"
     return ComplianceOutlook(law, True, reason, basis, status, periods, partial)
 
 

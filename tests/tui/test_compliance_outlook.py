@@ -125,3 +125,20 @@ def test_outlook_rules_without_the_service() -> None:
     current, following = big.current(), big.next()
     assert current and following and following.limit_tco2e < current.limit_tco2e  # type: ignore[operator]
     assert following.penalty > current.penalty  # type: ignore[operator]
+
+
+def test_a_basis_year_before_the_law_uses_its_first_factors() -> None:
+    """BERDO's tables start in 2025: a Boston building whose last full year is 2024 is still
+    projected, its 2024 energy under 2025's factors, and the reason says so."""
+    meters = [C.MeterInfo("m1", "electricity", "kWh")]
+    readings = [
+        C.ReadingInfo("m1", dt.date(2024, m, 1), dt.date(2024, m, 28), 300_000)
+        for m in range(1, 13)
+    ]
+    boston = dict(country="US", state="MA", city="Boston", primary_use_type="office")
+    old = C.outlook(
+        gfa_m2=5000, use_types=None, meters=meters, readings=readings, today=TODAY, **boston
+    )
+    assert old.basis_year == 2024 and old.status in (C.COMPLIANT, C.OVER_LIMIT)
+    assert "with BERDO's first factors, 2025" in old.reason
+    assert old.basis_text.startswith("projected from 2024's emissions")
