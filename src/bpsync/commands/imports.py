@@ -217,9 +217,7 @@ def register_import(
             problems_table(problems, cli.stdout())
             cli.stderr().print("The register has errors: nothing was sent. Fix them and re-run.")
         raise typer.Exit(int(cli.EXIT.INVALID))
-    outcome = cli.run(
-        ctx, lambda c: import_register(c, register, profile_name, dry_run=dry_run)
-    )
+    outcome = cli.run(ctx, lambda c: import_register(c, register, profile_name, dry_run=dry_run))
     if state.json:
         cli.print_json({**outcome.as_dict(), "rules": register.rules})
     else:
