@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,24 @@ def test_help_and_version_load_nothing_heavy(argv: tuple[str, ...]) -> None:
 def test_a_command_loads_what_it_uses() -> None:
     """`templates list` reads the shipped templates: the engine's rooms it needs, not pandas."""
     assert "pandas" not in loaded("templates", "list")
+
+
+def test_the_app_and_its_screens_load_no_engine_or_service() -> None:
+    """Every screen opens in under 0.3 s (bench/bench_screens.py): the import wizard's module
+    loaded pandas and pyarrow when it was first shown (0.67 s); the engine now loads in the
+    wizard's file-reading thread, the service never."""
+    screens = sorted(
+        p.stem
+        for p in (Path(__file__).resolve().parents[2] / "src/bpsync/tui/screens").glob("*.py")
+        if p.stem != "__init__"
+    )
+    code = (
+        "import json, sys, importlib\n"
+        "import bpsync.tui.app\n"
+        f"for s in {screens!r}: importlib.import_module('bpsync.tui.screens.' + s)\n"
+        "print(json.dumps(sorted(m for m in ('pandas', 'pyarrow', 'numpy', 'openpyxl', "
+        "'python_calamine', 'bpservice') if m in sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout) == [], done.stderr
+    assert "wizard" in screens and "reports" in screens

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rich.text import Text
 from textual import work
+from textual._context import NoActiveAppError
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -65,6 +67,15 @@ class AppScreen(Screen[Any]):
         Binding("c", "copy_id", "Copy id", id="screen.copy_id", show=False),
         Binding("e", "export", "Export", id="screen.export", show=False),
     ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Textual re-parses the whole stylesheet (about 0.2 s) the first time each section is
+        # shown, because a new screen's CSS update count starts at -1 ("styles out of date").
+        # A screen made now takes its styles when it mounts, from the stylesheet as it is: mark
+        # it current, so the re-parse happens only when the CSS really changed (a theme switch).
+        with contextlib.suppress(NoActiveAppError):
+            self._css_update_count = self.app._css_update_count
 
     @property
     def bpsync(self) -> AppContext:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -30,26 +30,15 @@ from textual.widgets import (
 
 from bpsync.ingest import (
     FIELDS,
-    ImportOptions,
     ImportSummary,
     IngestError,
-    Prepared,
-    Table,
     Template,
     TemplateError,
-    ValidationResult,
     cell_text,
-    check,
-    detect_format,
-    fetch_existing,
-    fetch_portfolio,
     header_key,
-    import_file,
     list_templates,
     load_meter_map,
     match_template,
-    open_table,
-    prepare,
     save_template,
     suggest_template,
 )
@@ -60,6 +49,9 @@ from bpsync.tui.screens.base import AppScreen
 from bpsync.tui.widgets.footer import AppFooter
 from bpsync.tui.widgets.plain import PlainTable
 from bpsync.tui.widgets.topbar import TopBar
+
+if TYPE_CHECKING:
+    from bpsync.ingest import ImportOptions, Prepared, Table, ValidationResult
 
 STEPS = ("file", "preview", "mapping", "validate", "plan")
 FOCUS = {
@@ -269,7 +261,11 @@ class FileStep(MappingStep):
 
     @work(thread=True, exclusive=True, group="wizard-open", exit_on_error=False)
     def open_file(self, path: Path, sheet: str | None) -> None:
-        """Read the header and the first rows (a thread: spreadsheets are parsed synchronously)."""
+        """Read the header and the first rows (a thread: spreadsheets are parsed synchronously,
+        and the engine's readers, with pandas and pyarrow, load here on first use rather than
+        when the wizard opens)."""
+        from bpsync.ingest import detect_format, open_table
+
         try:
             fmt = detect_format(path)
             templates = list_templates([user_templates_dir()])
@@ -335,6 +331,8 @@ class ValidateStep(WizardState):
     async def run_validation(self) -> None:
         """The engine's own checks: its portfolio and stored-readings fetchers, `prepare`, `check`
         (the same calls `bpsync import` makes before it journals anything)."""
+        from bpsync.ingest import check, fetch_existing, fetch_portfolio, prepare  # loaded by now
+
         if self.opened is None or self.template is None:
             return
         summary = self.query_one("#validation-summary", Static)
@@ -422,6 +420,8 @@ class PlanStep(WizardState):
     """Step 5: the plan (a dry run), the journaled submit with live counts, and the summary."""
 
     def options(self, dry_run: bool) -> ImportOptions:
+        from bpsync.ingest import ImportOptions
+
         assert self.opened is not None and self.template is not None
         return ImportOptions(
             template=self.template.name,
@@ -454,6 +454,8 @@ class PlanStep(WizardState):
     @work(exclusive=True, group="wizard-plan", exit_on_error=False)
     async def plan_import(self) -> None:
         """A dry run of the engine: the plan and its time under the learned rate limits."""
+        from bpsync.ingest import import_file
+
         assert self.opened is not None
         connection = self.bpsync.connection
         profile = connection.name if connection else "default"
@@ -504,6 +506,8 @@ class PlanStep(WizardState):
     @work(exclusive=True, group="wizard-submit", exit_on_error=False)
     async def submit(self) -> None:
         """The real import: journaled, paced, resumable; cancelling leaves it resumable."""
+        from bpsync.ingest import import_file
+
         assert self.opened is not None
         connection = self.bpsync.connection
         profile = connection.name if connection else "default"
