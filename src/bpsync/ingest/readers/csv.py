@@ -314,7 +314,7 @@ def _arrow_chunks_of(
         reader = pacsv.open_csv(
             source,
             read_options=pacsv.ReadOptions(
-                skip_rows=header_row, column_names=names, block_size=1 << 20
+                skip_rows=header_row, column_names=names, block_size=8 << 20
             ),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter,
