@@ -425,16 +425,7 @@ def _buildings(
             key = (ref, name.casefold())
             if key in out:
                 raise _Bad("name", f"building {name!r} appears twice in property {ref!r}", name)
-            payload: dict[str, Any] = {
-                "name": name,
-                "primary_use_type": _use_type(v, "primary_use_type"),
-                "gfa_m2": _area_m2(sheet, v),
-                "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
-                "floors": _number(v, "floors", True, 1, 500, integer=True),
-            }
-            occupancy = _number(v, "occupancy_pct", False, 0, 100)
-            if occupancy is not None:
-                payload["occupancy_pct"] = occupancy
+            payload = _building_payload(sheet, v, name, _use_type(v, "primary_use_type"))
             hours = _number(v, "operating_hours_week", False, 0, 168)
             if hours is not None:
                 payload["operating_hours_week"] = hours
@@ -444,6 +435,21 @@ def _buildings(
         out[key] = RegisterItem("building", (ref, name), payload, sheet.table.where(row.number))
     reg.buildings = list(out.values())
     return out
+
+
+def _building_payload(sheet: _Sheet, v: Mapping[str, Any], name: str, use: Any) -> dict[str, Any]:
+    """A building's fields as both register layouts give them (its own sheet, or PM's export)."""
+    payload: dict[str, Any] = {
+        "name": name,
+        "primary_use_type": use,
+        "gfa_m2": _area_m2(sheet, v),
+        "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
+        "floors": _number(v, "floors", True, 1, 500, integer=True),
+    }
+    occupancy = _number(v, "occupancy_pct", False, 0, 100)
+    if occupancy is not None:
+        payload["occupancy_pct"] = occupancy
+    return payload
 
 
 def _buildings_from_pm_properties(
@@ -464,16 +470,7 @@ def _buildings_from_pm_properties(
                     "Manager does not export: add a 'Floors' column to this sheet",
                 )
             name = prop.payload["name"]
-            payload: dict[str, Any] = {
-                "name": name,
-                "primary_use_type": prop.payload["type"],
-                "gfa_m2": _area_m2(sheet, v),
-                "year_built": _number(v, "year_built", True, 1000, 2100, integer=True),
-                "floors": _number(v, "floors", True, 1, 500, integer=True),
-            }
-            occupancy = _number(v, "occupancy_pct", False, 0, 100)
-            if occupancy is not None:
-                payload["occupancy_pct"] = occupancy
+            payload = _building_payload(sheet, v, name, prop.payload["type"])
         except _Bad as err:
             reg.problems.append(_problem(sheet, row, err))
             continue
