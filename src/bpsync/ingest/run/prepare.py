@@ -31,6 +31,7 @@ from bpsync.ingest.readings.map_chunk import map_chunks
 from bpsync.ingest.send.results import csv_unquote, is_reject_report
 from bpsync.ingest.understand.columns import resolve_columns
 from bpsync.ingest.understand.evidence import Plan, plan_table
+from bpsync.ingest.understand.intervals import recognise_intervals
 from bpsync.ingest.understand.templates import (
     Template,
     list_templates,
@@ -127,6 +128,12 @@ def choose_template(
             if found is not None and (match is None or found.score > match.score):
                 table, match = candidate, found
                 table.notes.append(f"sheet {other!r} fits a template best")
+    if match is None:
+        # No template names this layout: an interval export is read as days; otherwise the
+        # columns are inferred from headers and values together (issue 27).
+        recognised = recognise_intervals(table, meter=meter)
+        if recognised is not None:
+            return recognised
     if match is None and len(seen) > 1:
         raise IngestError(
             "no sheet of this workbook fits a template. "
