@@ -28,9 +28,17 @@ class Recalculator(Protocol):
         self, session: Session, changes: list[ReadingChange], now: dt.datetime
     ) -> None: ...
 
+    def months_changed(self, session: Session, changes: list[ReadingChange]) -> None:
+        """Only the stored months of the changed periods (a deferred delete): the building's
+        summary, grade and `benchmark.updated` wait for its next readings write."""
+        ...
+
 
 class NoRecalculation:
     def readings_changed(
         self, session: Session, changes: list[ReadingChange], now: dt.datetime
     ) -> None:
+        return None
+
+    def months_changed(self, session: Session, changes: list[ReadingChange]) -> None:
         return None

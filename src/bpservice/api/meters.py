@@ -360,6 +360,15 @@ def delete_reading(
     session: WriteSession,
     clock: Clock,
     recalc: Recalc,
+    defer_recalculation: Annotated[
+        bool,
+        Query(
+            description="Leave the building's benchmark recalculation (summary, grade, "
+            "`benchmark.updated`) to its next readings write: a client replacing readings "
+            "(delete, then submit the corrected ones) recalculates once, at the submit. The "
+            "stored months change at once, so the building's own benchmark reads are current."
+        ),
+    ] = False,
 ) -> Response:
     meter, building = _writable_meter(session, principal, building_id, meter_id)
     reading = session.get(Reading, reading_id)
@@ -392,18 +401,16 @@ def delete_reading(
         data={"building_id": building.id, "meter_id": meter.id, "reading": snapshot},
         now=now,
     )
-    recalc.readings_changed(
-        session,
-        [
-            ReadingChange(
-                principal.org_id,
-                principal.environment,
-                building.id,
-                meter.id,
-                reading.start_date,
-                reading.end_date,
-            )
-        ],
-        now,
+    change = ReadingChange(
+        principal.org_id,
+        principal.environment,
+        building.id,
+        meter.id,
+        reading.start_date,
+        reading.end_date,
     )
+    if defer_recalculation:
+        recalc.months_changed(session, [change])
+    else:
+        recalc.readings_changed(session, [change], now)
     return Response(status_code=204)

@@ -48,6 +48,20 @@ class BenchmarkRecalculator:
     def readings_changed(
         self, session: Session, changes: list[ReadingChange], now: dt.datetime
     ) -> None:
+        for building_id in self._refresh(session, changes):
+            building = session.get(Building, building_id)
+            if building is not None:
+                self.recalculate(session, building, now)
+
+    def months_changed(self, session: Session, changes: list[ReadingChange]) -> None:
+        """A deferred delete (`?defer_recalculation=true`): the months are right at once (a
+        building's own result is rebuilt from them on read); the summary, grade and events come
+        with the building's next readings write, so an import replacing readings recalculates
+        once, at its POST, not once per deleted reading."""
+        self._refresh(session, changes)
+
+    def _refresh(self, session: Session, changes: list[ReadingChange]) -> list[str]:
+        """Re-aggregate the months the changes touch; the buildings affected."""
         spans: dict[str, tuple[dt.date, dt.date]] = {}
         for c in changes:
             start, end = spans.get(c.meter_id, (c.start_date, c.end_date))
@@ -61,10 +75,7 @@ class BenchmarkRecalculator:
             if meter.building_id not in buildings:
                 buildings.append(meter.building_id)
         session.flush()
-        for building_id in buildings:
-            building = session.get(Building, building_id)
-            if building is not None:
-                self.recalculate(session, building, now)
+        return buildings
 
     def recalculate(self, session: Session, building: Building, now: dt.datetime) -> None:
         # One recalculation of a building at a time (readings of two of its meters may be stored

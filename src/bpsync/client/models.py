@@ -306,6 +306,9 @@ class ReadingSpan(BaseModel):
     start_date: dt.date
     end_date: dt.date
     consumption: float
+    cost: float | None = None  # compared when a corrected bill is re-imported (issue 30)
+    cost_currency: str | None = None
+    demand_kw: float | None = None
 
 
 class RejectedReading(Model):

@@ -153,9 +153,15 @@ class Readings(Resource):
         )
         return UploadResult.model_validate(response.json()["data"])
 
-    async def delete(self, building_id: str, meter_id: str, reading_id: str) -> None:
+    async def delete(
+        self, building_id: str, meter_id: str, reading_id: str, *, defer_recalculation: bool = False
+    ) -> None:
+        """Delete a reading (204; a locked one raises LockedError, `building_locked`). With
+        `defer_recalculation` the building's benchmark is recalculated by the next readings write
+        to it instead (decisions: an import replacing readings recalculates once, at its POST)."""
         path = f"{self._base(building_id, meter_id)}/{segment(reading_id)}"
-        await self._client.request("DELETE", path)
+        params = {"defer_recalculation": "true"} if defer_recalculation else None
+        await self._client.request("DELETE", path, params=params)
 
 
 def _csv_value(value: Any) -> str:

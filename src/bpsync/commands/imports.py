@@ -137,12 +137,21 @@ def import_command(
         ),
     ] = None,
     no_upload: cli.NoUploadOpt = False,
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update",
+            help="Apply corrections and rebills: replace the stored readings the file's rows "
+            "correct (deleted, then the new ones sent; kept in the trail, `bpsync history`)",
+        ),
+    ] = False,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.
 
     Rows already stored are skipped, an interrupted import resumes, and rejected rows are
-    written to <name>.rejects.csv (or .xlsx) next to the file. Exit 13 when rows were rejected."""
+    written to <name>.rejects.csv (or .xlsx) next to the file. Exit 13 when rows were rejected,
+    16 when rows correcting stored readings were found and not applied (use --update)."""
     state = cli._state(ctx, profile, as_json)
     try:
         profile_name = state.profile().name
@@ -162,6 +171,7 @@ def import_command(
         meter=meter,
         interrupts=Interrupts(),
         uploads=not no_upload,
+        update=update,
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()
@@ -177,6 +187,7 @@ def import_command(
                 raise
 
     summary = cli.run(ctx, action)
+    summary.file_arg = str(file)
     show_summary(state, summary)
     raise typer.Exit(summary.exit_code)
 

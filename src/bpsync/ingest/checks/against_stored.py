@@ -16,7 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from bpsync.ingest.checks.collected import MeterSet, StoredReading, ValidationResult
+from bpsync.ingest.checks.collected import (
+    MeterSet,
+    Replacement,
+    StoredReading,
+    ValidationResult,
+)
 from bpsync.ingest.checks.service_rules import (
     FLAG_NAMES,
     LONG_PERIOD_DAYS,
@@ -99,9 +104,11 @@ def check_meter_with_stored(
             rejected.update((i, latest))
         if latest is None or m.ends[i] > m.ends[latest]:
             latest = i
-    # Against what the service already holds.
+    # Against what the service already holds: identical (skipped), a correction (the same
+    # period, other figures) or a rebill (other periods over stored ones), sent with --update.
     stored = sorted(stored_readings, key=lambda s: s.start)
     stored_starts = [s.start.toordinal() for s in stored]
+    meets: dict[int, list[int]] = {}  # row index → the stored readings it overlaps
     for i in kept:
         if i in rejected:
             continue
@@ -114,48 +121,132 @@ def check_meter_with_stored(
             )
             rejected.add(i)
             continue
-        pos = bisect.bisect_right(stored_starts, m.ends[i])
-        for s in stored[max(pos - 2, 0) : pos] if stored else ():
-            if s.start.toordinal() <= m.ends[i] and m.starts[i] <= s.end.toordinal():
-                same = (
-                    s.start.toordinal() == m.starts[i]
-                    and s.end.toordinal() == m.ends[i]
-                    and math.isclose(s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9)
-                )
-                if same:
-                    result.already_stored += 1
-                    add(
-                        "already_stored",
-                        "already stored on the service with the same values; skipped",
-                        m.rows[i],
-                        m.key,
-                        "notice",
-                    )
-                else:
-                    value_same = math.isclose(
-                        s.consumption, m.consumption[i], rel_tol=1e-9, abs_tol=1e-9
-                    )
-                    unit = f" {m.unit}" if m.unit else ""
-                    add(
-                        "overlap_stored",
-                        f"{fmt(m.starts[i])}..{fmt(m.ends[i])} overlaps stored reading "
-                        f"{s.id or ''} ({s.start}..{s.end})".replace("  ", " ")
-                        + (
-                            f" with the same value ({s.consumption:g}{unit})"
-                            if value_same
-                            else f" with a different value ({s.consumption:g}{unit} stored, "
-                            f"{m.consumption[i]:g}{unit} in the file)"
-                        ),
-                        m.rows[i],
-                        m.key,
-                    )
-                rejected.add(i)
-                break
+        # Stored readings never overlap, so their ends rise with their starts: walk back from
+        # the last one starting before this row ends while they still reach into it.
+        over = []
+        j = bisect.bisect_right(stored_starts, m.ends[i]) - 1
+        while j >= 0 and stored[j].end.toordinal() >= m.starts[i]:
+            over.append(j)
+            j -= 1
+        if not over:
+            continue
+        over.reverse()
+        s = stored[over[0]]
+        if len(over) == 1 and _same_period(s, m, i) and not _differences(s, m, i):
+            result.already_stored += 1
+            add(
+                "already_stored",
+                "already stored on the service with the same values; skipped",
+                m.rows[i],
+                m.key,
+                "notice",
+            )
+            rejected.add(i)
+            continue
+        meets[i] = over
+        rejected.add(i)
+    for rows, olds in _groups(meets):
+        _replacement(result, m, stored, rows, olds, add)
     accepted = [i for i in kept if i not in rejected]
     result.accepted[key] = array("l", accepted)
     _warnings(m, accepted, stored, add, context.consumption_column)
     # Its anomaly flags are worked out with every other such meter's (`flag_stored_meters`).
     context.stored_flags.append((m, accepted, stored, add))
+
+
+def _same_period(s: StoredReading, m: Any, i: int) -> bool:
+    return s.start.toordinal() == m.starts[i] and s.end.toordinal() == m.ends[i]
+
+
+def _equal(a: float | None, b: float | None) -> bool:
+    if a is None or b is None or math.isnan(a) or math.isnan(b):
+        return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _differences(s: StoredReading, m: Any, i: int) -> list[tuple[str, float | None, float | None]]:
+    """(field, stored, file) for each figure that differs; cost and demand only when the
+    stored reading's were fetched."""
+    out: list[tuple[str, float | None, float | None]] = []
+    if not _equal(s.consumption, m.consumption[i]):
+        out.append(("consumption", s.consumption, m.consumption[i]))
+    if s.extras_known:
+        for name, old, new in (("cost", s.cost, m.cost[i]), ("demand_kw", s.demand, m.demand[i])):
+            if not _equal(old, new):
+                out.append((name, old, None if math.isnan(new) else new))
+    return out
+
+
+def _groups(meets: dict[int, list[int]]) -> list[tuple[list[int], list[int]]]:
+    """Rows and the stored readings they overlap, joined where they share one (a stored
+    reading split by two rows is replaced once, by both): (rows, stored) by start."""
+    out: list[tuple[list[int], list[int]]] = []
+    owner: dict[int, int] = {}  # stored index → group
+    for i, over in sorted(meets.items(), key=lambda kv: kv[1][0]):
+        shared = sorted({owner[j] for j in over if j in owner})
+        if shared:
+            g = shared[0]
+            for other in shared[1:]:  # rows are taken by start, so at most a neighbour joins
+                out[g][0].extend(out[other][0])
+                out[g][1].extend(out[other][1])
+                for j in out[other][1]:
+                    owner[j] = g
+                out[other] = ([], [])
+        else:
+            g = len(out)
+            out.append(([], []))
+        out[g][0].append(i)
+        for j in over:
+            if j not in owner:
+                owner[j] = g
+                out[g][1].append(j)
+    return [(sorted(r), sorted(s)) for r, s in out if r]
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    return "none" if value is None else f"{value:g}{unit}"
+
+
+def _replacement(
+    result: ValidationResult,
+    m: Any,
+    stored: Sequence[StoredReading],
+    rows: list[int],
+    olds: list[int],
+    add: Callable[..., None],
+) -> None:
+    """One correction or rebill: a notice on each of its rows naming what it replaces."""
+    fmt = dt.date.fromordinal
+    unit = f" {m.unit}" if m.unit else ""
+    old = tuple(stored[j] for j in olds)
+    first = old[0]
+    kind = (
+        "correction"
+        if len(rows) == 1 and len(old) == 1 and _same_period(first, m, rows[0])
+        else "rebill"
+    )
+    result.replacements.append(Replacement(kind, m.key, tuple(rows), old))
+    for i in rows:
+        if kind == "correction":
+            changes = ", ".join(
+                f"{name} {_figure(a, unit if name == 'consumption' else '')} → "
+                f"{_figure(b, unit if name == 'consumption' else '')}"
+                for name, a, b in _differences(first, m, i)
+            )
+            reason = (
+                f"corrects stored reading {first.id or ''} ({first.start}..{first.end}): "
+                f"{changes}; applied with --update"
+            )
+        else:
+            replaced = ", ".join(
+                f"{s.id or ''} ({s.start}..{s.end}, {_figure(s.consumption, unit)})" for s in old
+            )
+            reason = (
+                f"rebill {fmt(m.starts[i])}..{fmt(m.ends[i])} "
+                f"({_figure(m.consumption[i], unit)}) replaces stored reading(s) {replaced}; "
+                "applied with --update"
+            )
+        add(kind, reason.replace("  ", " "), m.rows[i], m.key, "warning")
 
 
 def _warnings(

@@ -28,6 +28,36 @@ class StoredReading:
     end: dt.date
     consumption: float
     id: str | None = None
+    cost: float | None = None
+    demand: float | None = None
+    currency: str | None = None
+    # Whether cost, demand and currency were fetched (a caller giving only the period and
+    # consumption leaves them unknown: only those are compared then).
+    extras_known: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored reading as the journal's trail keeps it (and `--json` shows it)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "start_date": self.start.isoformat(),
+            "end_date": self.end.isoformat(),
+            "consumption": self.consumption,
+        }
+        if self.extras_known:
+            out.update(cost=self.cost, cost_currency=self.currency, demand_kw=self.demand)
+        return out
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Rows of the file that replace readings already stored: a *correction* (one row, the same
+    period, another consumption, cost or demand) or a *rebill* (periods that span or split stored
+    ones). `rows` index the meter's readings in the file; `old` are the stored readings replaced."""
+
+    kind: str  # correction | rebill
+    meter: str  # the meter's key in Collected.meters
+    rows: tuple[int, ...]
+    old: tuple[StoredReading, ...]
 
 
 COLUMNS = {
@@ -142,6 +172,8 @@ class ValidationResult:
     flags: dict[tuple[str, int], list[str]] = field(default_factory=dict)  # predicted anomalies
     problems: list[Problem] = field(default_factory=list)
     already_stored: int = 0
+    # Rows meeting stored readings with other figures or periods: sent only with --update.
+    replacements: list[Replacement] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Problem]:
@@ -165,23 +197,39 @@ class ValidationResult:
     def candidates(self, meter: str) -> Iterator[Candidate]:
         """The readings of one meter that passed, by start date (what the planner batches)."""
         m = self.collected.meters[meter].lists()
-        cur = self.collected.currencies
         for i in self.accepted.get(meter, ()):
-            cost, demand = m.cost[i], m.demand[i]
-            yield Candidate(
-                m.rows[i],
-                m.key,
-                m.meter_id,
-                dt.date.fromordinal(m.starts[i]),
-                dt.date.fromordinal(m.ends[i]),
-                m.consumption[i],
-                m.unit,
-                None if math.isnan(cost) else cost,
-                cur[m.currency[i]] or None if m.currency[i] >= 0 else None,
-                None if math.isnan(demand) else demand,
-                bool(m.estimated[i]),
-                None if m.cols[i] < 0 else m.cols[i],
-            )
+            yield self._candidate(m, i)
+
+    def replacing(self, replacement: Replacement) -> list[Candidate]:
+        """The file's readings of one replacement, by start date."""
+        m = self.collected.meters[replacement.meter].lists()
+        return [self._candidate(m, i) for i in replacement.rows]
+
+    def replacement_counts(self) -> dict[str, int]:
+        """Rows of corrections and of rebills, and the stored readings they replace."""
+        out = {"corrections": 0, "rebills": 0, "replaced": 0}
+        for r in self.replacements:
+            out["corrections" if r.kind == "correction" else "rebills"] += len(r.rows)
+            out["replaced"] += len(r.old)
+        return out
+
+    def _candidate(self, m: SimpleNamespace, i: int) -> Candidate:
+        cur = self.collected.currencies
+        cost, demand = m.cost[i], m.demand[i]
+        return Candidate(
+            m.rows[i],
+            m.key,
+            m.meter_id,
+            dt.date.fromordinal(m.starts[i]),
+            dt.date.fromordinal(m.ends[i]),
+            m.consumption[i],
+            m.unit,
+            None if math.isnan(cost) else cost,
+            cur[m.currency[i]] or None if m.currency[i] >= 0 else None,
+            None if math.isnan(demand) else demand,
+            bool(m.estimated[i]),
+            None if m.cols[i] < 0 else m.cols[i],
+        )
 
     def counts_by_meter_id(self) -> dict[str, int]:
         """How many readings passed, per meter id (what a dry run plans without building them)."""

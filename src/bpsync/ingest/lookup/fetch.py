@@ -121,6 +121,13 @@ async def fetch_named(
     return Portfolio(catalog, building_of, {}, len(groups), latest, named=True)
 
 
+def stored_reading(r: Any) -> StoredReading:
+    """A listed reading as the checks compare it: period, consumption, cost and demand."""
+    return StoredReading(
+        r.start_date, r.end_date, r.consumption, r.id, r.cost, r.demand_kw, r.cost_currency, True
+    )
+
+
 async def fetch_readings(
     client: AsyncServiceClient,
     building_id: str,
@@ -132,7 +139,7 @@ async def fetch_readings(
     items = await client.readings.list(
         building_id, meter_id, start_date=start, end_date=end, per_page=PER_PAGE
     ).to_list()
-    return [StoredReading(r.start_date, r.end_date, r.consumption, r.id) for r in items]
+    return [stored_reading(r) for r in items]
 
 
 # Stored readings longer than this that start before the file's first reading and still overlap it
@@ -196,9 +203,7 @@ async def prefetch_recent(client: AsyncServiceClient, out: Recent) -> Recent | N
             for r in page.items:
                 seen += 1
                 if r.start_date >= since[r.meter_id]:
-                    out.readings[r.meter_id].append(
-                        StoredReading(r.start_date, r.end_date, r.consumption, r.id)
-                    )
+                    out.readings[r.meter_id].append(stored_reading(r))
         out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
         out.completed(ids)
 
@@ -388,7 +393,7 @@ async def _fetch_many(
             seen += 1
             first, last = ranges[r.meter_id]
             if r.start_date >= first and r.end_date <= last + _LONGEST_STORED:
-                out[r.meter_id].append(StoredReading(r.start_date, r.end_date, r.consumption, r.id))
+                out[r.meter_id].append(stored_reading(r))
         out.requests += max(1, -(-seen // MAX_READINGS_PER_PAGE))
 
     await gather_limited(group(ordered[i : i + 200]) for i in range(0, len(ordered), 200))

@@ -46,9 +46,11 @@ from bpsync.ingest.run.runtime import frozen_heap, quick_handoffs
 from bpsync.ingest.send.import_records import ImportRecord, JournalRow, NewRow
 from bpsync.ingest.send.interrupt import Interrupts
 from bpsync.ingest.send.journal import Journal
+from bpsync.ingest.send.outline import dry_run_summary, duration_text
 from bpsync.ingest.send.plan_calls import DEFAULT_HEADROOM, Plan, limits_from_state, make_plan
 from bpsync.ingest.send.progress import NoProgress, Progress, SubmitStopped
 from bpsync.ingest.send.reconcile import reconcile_in_flight
+from bpsync.ingest.send.replace import apply_replacements, replacement_rows, replacing_plan
 from bpsync.ingest.send.results import (
     ImportSummary,
     collect_rejects,
@@ -56,6 +58,7 @@ from bpsync.ingest.send.results import (
     write_reject_report,
 )
 from bpsync.ingest.send.submit import Submitter, group_pending
+from bpsync.ingest.send.trail import Trail, record_planned, who_am_i
 from bpsync.ingest.understand.templates import load_template
 from bpsync.paths import ensure_private_dir, state_dir
 
@@ -85,6 +88,9 @@ class ImportOptions:
     interrupts: Interrupts | None = None
     today: dt.date | None = None
     reject_report: bool = True
+    # Apply corrections and rebills: stored readings the file's rows replace are deleted and the
+    # rows sent (issue 30, send/replace.py); without it they are listed and not applied.
+    update: bool = False
     # Where the journal files this import; default: the base URL and the credential's
     # fingerprint. The demo names its data dir instead (its port changes between runs).
     target: str | None = None
@@ -185,13 +191,17 @@ async def import_file(
         previous = journal.latest(target, digest, options.sheet)
         if previous and previous.status == "complete" and not options.force:
             rejected = {r.source_row for r in journal.rows(previous.id, "rejected")}
-            if not rejected:
+            unapplied = journal.code_counts(previous.id, "skipped")
+            unapplied = {k: v for k, v in unapplied.items() if k in ("correction", "rebill")}
+            if not rejected and not (options.update and unapplied):
                 return _noop(journal, previous, client, started)
             # What made rows fail is often fixed outside the file (a meter link, the folder's
-            # [meters], a meter created since): try again; stored readings are skipped.
+            # [meters], a meter created since): try again; stored readings are skipped. With
+            # --update, corrections an earlier import listed are applied now.
             note(
-                f"the earlier import of this content rejected {len(rejected)} row(s): "
-                "importing it again (readings already stored are skipped)"
+                f"the earlier import of this content left {len(rejected)} row(s) rejected and "
+                f"{sum(unapplied.values())} correction(s) not applied: importing it again "
+                "(readings already stored are skipped)"
             )
         if previous and previous.status == "open" and not options.force:
             record = previous
@@ -239,6 +249,10 @@ def _noop(
             "Use --force to check it against the service again."
         ),
     )
+    unapplied = journal.code_counts(record.id, "skipped")
+    summary.not_applied = unapplied.get("correction", 0) + unapplied.get("rebill", 0)
+    summary.skipped -= summary.not_applied
+    summary.replacements = list(record.info.get("replacements", []))
     report = record.info.get("reject_report")
     if rejects and report:
         summary.reject_report = report
@@ -451,6 +465,8 @@ async def _read_and_check(
             rows.append(
                 NewRow(p.where.row, "skipped", meter_key=p.meter, code=p.code, reason=p.reason)
             )
+    replacing = replacement_rows(result, portfolio.building_of, len(rows), options.update)
+    rows += replacing.rows
     shown = [p.as_dict() for p in result.problems if p.severity != "notice"]
     info = {
         "warnings": len(result.warnings),
@@ -460,12 +476,14 @@ async def _read_and_check(
         "problem_count": len(shown),
         "created_meters": created,
         "lookup_requests": portfolio.requests + existing.requests,
+        "replacements": replacing.listed[:MAX_STORED_PROBLEMS],
     }
     table = prepared.table  # type: ignore[attr-defined]
     template = prepared.template.name  # type: ignore[attr-defined]
     if options.dry_run:
         pending = result.counts_by_meter_id()
-        return _dry_run(client, profile, path, template, pending, rows, info, options)
+        plan = _plan(client, pending, options)
+        return dry_run_summary(client, profile, path, template, plan, rows, info, options.update)
     import_id = journal.create_import(
         target=target,
         file_hash=digest,
@@ -477,6 +495,9 @@ async def _read_and_check(
         headers=[h.text for h in table.headers],
         info=info,
         rows=rows,
+        also=lambda db, iid: record_planned(
+            db, iid, replacing.planned, who_am_i(profile), path.name
+        ),
     )
     return journal.get(import_id)
 
@@ -502,58 +523,6 @@ def _sizes(groups: Mapping[str, Sequence[object]]) -> dict[str, int]:
     return {meter: len(rows) for meter, rows in groups.items()}
 
 
-def _dry_run(
-    client: AsyncServiceClient,
-    profile: str,
-    path: Path,
-    template: str,
-    pending: Mapping[str, int],
-    rows: list[NewRow],
-    info: dict,
-    options: ImportOptions,
-) -> ImportSummary:
-    """What would be sent (`pending`: meter id → readings) and what was refused or skipped."""
-    plan = _plan(client, pending, options)
-    rejected = {r.source_row for r in rows if r.status == "rejected"}
-    return ImportSummary(
-        file=path.name,
-        template=template,
-        profile=profile,
-        environment=client.environment,
-        status="dry-run",
-        accepted=0,
-        rejected=len(rejected),
-        skipped=sum(1 for r in rows if r.status == "skipped"),
-        pending=plan.readings,
-        warnings=int(info["warnings"]),
-        requests=int(info.get("lookup_requests", 0)),  # what the dry run itself cost
-        plan=plan.as_dict(),
-        problems=info["problems"],
-        notes=list(info.get("notes", [])),
-        message=(
-            f"Dry run: {plan.readings} reading(s) for {plan.meter_count} meter(s) would be sent "
-            f"in {_calls(plan)}, about "
-            f"{_duration(plan.estimate.seconds)}; nothing was sent."
-        ),
-    )
-
-
-def _calls(plan: Plan) -> str:
-    parts = []
-    if plan.uploads:
-        parts.append(f"{len(plan.uploads)} upload")
-    parts.append(f"{plan.batches} batch")
-    return ", ".join(parts) + f" and {plan.singles} single call(s)"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 async def _send(
     client: AsyncServiceClient,
     journal: Journal,
@@ -565,8 +534,13 @@ async def _send(
     started: float,
     note: Callable[[str], None] = lambda _: None,
 ) -> ImportSummary:
+    replacing = False
+    if not options.dry_run:  # the stored readings replaced go first (send/replace.py)
+        replacing = (await apply_replacements(client, journal, record.id, note)).groups > 0
     groups = group_pending(journal.rows(record.id, "pending"))
     plan = _plan(client, _sizes(groups), options)
+    if replacing:
+        plan = replacing_plan(plan, _sizes(groups), options.uploads)
     summary = ImportSummary(
         file=record.file_name,
         template=record.template,
@@ -583,7 +557,7 @@ async def _send(
         summary.pending = plan.readings
         summary.message = (
             f"Dry run of the unfinished import: {plan.readings} reading(s) left, about "
-            f"{_duration(plan.estimate.seconds)}; nothing was sent."
+            f"{duration_text(plan.estimate.seconds)}; nothing was sent."
         )
         return summary
     stopped: str | None = None
@@ -620,10 +594,13 @@ async def _send(
         plan = _plan(client, _sizes(groups), options)
         stopped = None
     counts = journal.counts(record.id)
-    summary.accepted = counts["accepted"]
+    summary.count_replacements(Trail(journal).counts(record.id), record.info)
+    summary.accepted = counts["accepted"] - summary.corrections - summary.rebills
     summary.skipped = counts["skipped"]
-    summary.pending = counts["pending"] + counts["sent"]
+    summary.pending = counts["pending"] + counts["sent"] + counts["waiting"]
     summary.skipped_by_reason = journal.code_counts(record.id, "skipped")
+    summary.not_applied = sum(summary.skipped_by_reason.get(k, 0) for k in ("correction", "rebill"))
+    summary.skipped -= summary.not_applied
     summary.requests = journal.request_count(record.id) + int(record.info.get("lookup_requests", 0))
     rejected = journal.rows(record.id, "rejected")
     if rejected and options.reject_report:

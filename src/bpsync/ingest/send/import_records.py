@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from bpsync.paths import ensure_private_dir, state_dir
 
-RowStatus = Literal["pending", "sent", "accepted", "rejected", "skipped"]
+# `waiting`: a row replacing stored readings, held until they are deleted (then `pending`).
+RowStatus = Literal["pending", "sent", "accepted", "rejected", "skipped", "waiting"]
 ImportStatus = Literal["open", "complete", "superseded"]
 
 SCHEMA = """
@@ -72,6 +73,26 @@ CREATE TABLE IF NOT EXISTS requests (
     answered_at TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_in_flight ON requests (target, status);
+CREATE TABLE IF NOT EXISTS replaced (
+    id INTEGER PRIMARY KEY,
+    import_id INTEGER NOT NULL REFERENCES imports (id),
+    grp INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    meter_id TEXT NOT NULL,
+    building_id TEXT NOT NULL,
+    meter_key TEXT,
+    reading_id TEXT NOT NULL,
+    old TEXT NOT NULL,
+    new_seqs TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    who TEXT NOT NULL,
+    file_name TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    deleted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS replaced_by_meter ON replaced (meter_id);
+CREATE INDEX IF NOT EXISTS replaced_by_import ON replaced (import_id, grp);
 """
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,7 @@ class Journal:
         headers: Sequence[str],
         info: dict[str, Any],
         rows: Iterable[NewRow],
+        also: Callable[[sqlite3.Connection, int], None] | None = None,
     ) -> int:
         """Record an import and every row's starting fate in one transaction: the whole load
         package is on disk before the first request is sent."""
@@ -131,7 +132,19 @@ class Journal:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (new_row_columns(import_id, seq, r) for seq, r in enumerate(rows)),
             )
+            if also is not None:  # the readings it replaces (send/trail.py), in the same commit
+                also(db, import_id)
         return import_id
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the journal's connection (for send/trail.py)."""
+        with self._tx() as db:
+            yield db
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        return self._db
 
     def set_status(self, import_id: int, status: ImportStatus, info: dict[str, Any] | None = None):
         with self._tx() as db:
@@ -155,7 +168,7 @@ class Journal:
         return [journal_row(r) for r in self._db.execute(query + " ORDER BY seq", args)]
 
     def counts(self, import_id: int) -> dict[str, int]:
-        out = {s: 0 for s in ("pending", "sent", "accepted", "rejected", "skipped")}
+        out = {s: 0 for s in ("pending", "sent", "accepted", "rejected", "skipped", "waiting")}
         for r in self._db.execute(
             "SELECT status, COUNT(*) AS n FROM rows WHERE import_id = ? GROUP BY status",
             (import_id,),

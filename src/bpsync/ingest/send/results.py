@@ -86,18 +86,73 @@ class ImportSummary:
     problems: list[dict[str, Any]] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # template choice, period convention, ...
+    # Corrected bills (issue 30, docs/corrections.md): rows applied as corrections and rebills
+    # (not counted in `accepted`), stored readings they replaced, rows refused (a locked period),
+    # and rows found but not applied (no --update); `replacements` lists old and new figures.
+    update: bool = False
+    corrections: int = 0
+    rebills: int = 0
+    replaced: int = 0
+    refused: int = 0
+    not_applied: int = 0
+    corrections_listed: int = 0
+    rebills_listed: int = 0
+    replaced_listed: int = 0
+    replacements: list[dict[str, Any]] = field(default_factory=list)
+    file_arg: str | None = None  # the file as the user named it, for the command that applies
 
     @property
     def exit_code(self) -> int:
-        """0 when nothing was rejected; 13 (partial) when rows were rejected; 1 when stopped."""
+        """0 when all went; 13 (partial) when rows were rejected; 16 when corrections or rebills
+        were found and not applied (no --update); 130 when stopped."""
         if self.rejected:
             return 13
         if self.status == "interrupted":
             return 130
+        if self.not_applied:
+            return NOT_APPLIED
         return 0
 
+    def count_listed(self, rows: Sequence[Any]) -> None:
+        """The dry run's corrections and rebills (journal rows of those codes)."""
+        self.corrections_listed = sum(1 for r in rows if r.code == "correction")
+        self.rebills_listed = sum(1 for r in rows if r.code == "rebill")
+        self.replaced_listed = sum(len(x["old"]) for x in self.replacements)
+        if not self.update:
+            self.not_applied = len(rows)
+
+    def count_replacements(self, counts: Mapping[str, int], info: Mapping[str, Any]) -> None:
+        """An import's corrections and rebills, from the trail (`Trail.counts`)."""
+        self.corrections, self.rebills = counts["corrections"], counts["rebills"]
+        self.replaced, self.refused = counts["replaced"], counts["refused"]
+        self.replacements = list(info.get("replacements", []))
+        self.replaced_listed = sum(len(x["old"]) for x in self.replacements)
+        kinds = [x["kind"] for x in self.replacements for _ in x["rows"]]
+        self.corrections_listed = kinds.count("correction")
+        self.rebills_listed = kinds.count("rebill")
+
+    def apply_command(self) -> str:
+        """The command that applies the corrections listed."""
+        return f"bpsync import {shell_quote(self.file_arg or self.file)} --update"
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "next_steps": next_steps(self.problems)}
+        out = {**asdict(self), "next_steps": next_steps(self.problems)}
+        if self.not_applied:
+            out["next_steps"].append(
+                f"{self.not_applied} row(s) correct or rebill stored readings and were not "
+                f"applied: run `{self.apply_command()}` to replace them."
+            )
+        return out
+
+
+# `bpsync import` without --update found corrections or rebills and left them (issue 30).
+NOT_APPLIED = 16
+
+
+def shell_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
 
 
 def reject_report_path(source: Path) -> Path:
@@ -208,6 +263,7 @@ def render(summary: ImportSummary, console: Any) -> None:
         ("template", summary.template),
         ("profile / environment", f"{summary.profile} / {env}"),
         ("accepted", summary.accepted),
+        *_replacement_lines(summary),
         ("rejected rows", summary.rejected),
         ("skipped", _skipped(summary)),
         ("warnings", summary.warnings),
@@ -225,6 +281,35 @@ def render(summary: ImportSummary, console: Any) -> None:
             console.print(f"note: {readable(note)}", markup=False)
     if summary.message:
         console.print(readable(summary.message), markup=False)
+    if summary.not_applied:
+        console.print(
+            f"{summary.not_applied} row(s) correct or rebill stored readings and were not "
+            f"applied. To replace them: {readable(summary.apply_command())}",
+            markup=False,
+        )
+
+
+def _replacement_lines(summary: ImportSummary) -> list[tuple[str, object]]:
+    """The summary's corrections and rebills, counted apart from new readings."""
+    if summary.status == "dry-run" or summary.not_applied:
+        if not (summary.corrections_listed or summary.rebills_listed):
+            return []
+        verb = "to apply" if summary.update else "not applied (--update applies them)"
+        return [
+            ("corrections", f"{summary.corrections_listed} {verb}"),
+            ("rebills", f"{summary.rebills_listed} {verb}"),
+            ("stored readings replaced", summary.replaced_listed),
+        ]
+    if not (summary.corrections or summary.rebills or summary.refused):
+        return []
+    lines: list[tuple[str, object]] = [
+        ("corrections", summary.corrections),
+        ("rebills", summary.rebills),
+        ("stored readings replaced", summary.replaced),
+    ]
+    if summary.refused:
+        lines.append(("not replaced (locked)", summary.refused))
+    return lines
 
 
 def _skipped(summary: ImportSummary) -> str:
@@ -236,7 +321,12 @@ def _skipped(summary: ImportSummary) -> str:
     return f"{summary.skipped} ({detail})"
 
 
-_SKIP_LABELS = {"already_stored": "already there", "duplicate_row": "duplicate rows"}
+_SKIP_LABELS = {
+    "already_stored": "already there",
+    "duplicate_row": "duplicate rows",
+    "correction": "corrections not applied",
+    "rebill": "rebills not applied",
+}
 
 
 @dataclass
