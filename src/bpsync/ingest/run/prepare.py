@@ -9,7 +9,7 @@ result.all_candidates() / result.problems                  # → plan, journal, 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,8 +29,9 @@ from bpsync.ingest.readings.assign_meters import CatalogSource, MeterCatalog, No
 from bpsync.ingest.readings.limits import MAX_NAMED_METERS, MAX_REFUSED_ROWS
 from bpsync.ingest.readings.map_chunk import map_chunks
 from bpsync.ingest.send.results import csv_unquote, is_reject_report
-from bpsync.ingest.understand.columns import resolve_columns
+from bpsync.ingest.understand.columns import resolve_columns, unused_columns
 from bpsync.ingest.understand.evidence import Plan, plan_table
+from bpsync.ingest.understand.infer import INFERRED_NAMES, infer_template, inferred_note, undecided
 from bpsync.ingest.understand.intervals import recognise_intervals
 from bpsync.ingest.understand.templates import (
     Template,
@@ -65,10 +66,15 @@ def choose_template(
     encoding: str | None = None,
     delimiter: str | None = None,
     meter: str | None = None,
+    catalog: MeterCatalog | CatalogSource = None,
 ) -> tuple[Table, Template]:
-    """Open the file and pick its template (by name, or `auto` by header signature). `meter`
-    puts every row in that meter (a single-meter export with no meter column)."""
+    """Open the file and pick its template (by name, or `auto` by header signature, or inferred
+    from headers and values when none matches). `meter` puts every row in that meter (a
+    single-meter export with no meter column); `catalog` gives that meter's unit when the
+    inference needs it."""
     fmt = detect_format(path)
+    if template in INFERRED_NAMES:
+        template = "auto"  # a journal's record of an inferred import: infer it again
     if isinstance(template, Template) or (template not in (None, "auto")):
         t = (
             template
@@ -134,6 +140,13 @@ def choose_template(
         recognised = recognise_intervals(table, meter=meter)
         if recognised is not None:
             return recognised
+        inference = infer_template(table, meter=meter, meter_unit=_meter_unit(catalog, meter))
+        if inference.decided:
+            assert inference.template is not None
+            table.notes.append(inferred_note(inference))
+            return table, inference.template
+        if len(seen) <= 1:
+            raise undecided(table, inference, templates)
     if match is None and len(seen) > 1:
         raise IngestError(
             "no sheet of this workbook fits a template. "
@@ -155,7 +168,27 @@ def choose_template(
             code="no_template",
         )
     table.notes.append(match_reason(match.template, table.headers))
+    unused = unused_columns(table, match.template)
+    if unused:
+        table.notes.append("columns not used: " + ", ".join(repr(u) for u in unused))
     return table, match.template
+
+
+def _meter_unit(
+    catalog: MeterCatalog | CatalogSource, meter: str | None
+) -> Callable[[], str | None] | None:
+    """The unit of the one meter every row belongs to, looked up only when asked."""
+    if meter is None or catalog is None:
+        return None
+
+    def unit() -> str | None:
+        found = catalog() if callable(catalog) else catalog
+        if found is None:
+            return None
+        info = found.resolve("external_ref", meter)  # a meter id is its own reference
+        return None if isinstance(info, str) else info.unit
+
+    return unit
 
 
 def _read_back(table: Table) -> Table:
@@ -209,6 +242,7 @@ def prepare(
         encoding=encoding,
         delimiter=delimiter,
         meter=meter,
+        catalog=catalog,
     )
     plan = plan_table(table, t)
     collected = collect_table(table, plan, catalog)

@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from bpsync.ingest.cells.dates import DateError, parse_month
-from bpsync.ingest.cells.values import Header
+from bpsync.ingest.cells.values import Header, header_key
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.understand.templates import AmbiguousColumn, Template, find_column
@@ -101,3 +101,23 @@ def _resolve_columns(table: Table, template: Template) -> Columns:
         )
     skips = [h for h in (find_column(headers, [n]) for n in template.skip_if_filled) if h]
     return Columns(fields, meter, building, meter_name, values, skips)
+
+
+def unused_columns(table: Table, template: Template) -> list[str]:
+    """The file's columns the template reads nothing from, by name (the dry run lists them, so a
+    cost or demand column the template does not know is never dropped without a word). Empty
+    when the template does not fit (resolving it will say why)."""
+    try:
+        columns = _resolve_columns(table, template)
+    except (AmbiguousColumn, IngestError):
+        return []
+    used = {h.index for h in columns.fields.values()}
+    used |= {h.index for h in (columns.meter, columns.building, columns.meter_name) if h}
+    used |= {h.index for h, _, _ in columns.values}
+    used |= {h.index for h in columns.skip_if_filled}
+    excluded = {header_key(n) for n in template.exclude_columns}
+    return [
+        h.text
+        for h in table.headers
+        if h.index not in used and h.key not in excluded and header_key(h.text) not in excluded
+    ]

@@ -57,6 +57,10 @@ def scan_date_order(
             seen += len(idx)
             if evidence.decided or (seen >= DATE_SCAN_LIMIT and not evidence.numeric):
                 break
+    if evidence.ambiguous and not evidence.decided and template.date_order is None:
+        decided = order_from_periods(table, template, columns)
+        if decided is not None:
+            return decided
     try:
         return evidence.resolve(template.date_order)
     except DateError as exc:
@@ -65,6 +69,74 @@ def scan_date_order(
             where=Where(table.file, table.sheet),
             code="ambiguous_dates",
         ) from None
+
+
+# Rows read for the period evidence; a bill longer than this many days is not plausible.
+PERIOD_SCAN_ROWS = 2000
+LONGEST_BILL_DAYS = 100
+
+
+def order_from_periods(
+    table: Table, template: Template, columns: Columns
+) -> tuple[DateOrder, str] | None:
+    """When every date could be read either way (03/04/2024), the periods decide: under the
+    wrong order a bill ends before it starts, lasts more than LONGEST_BILL_DAYS days, or its
+    dates disagree with the days it states. The order under which every period is plausible
+    and the other is not wins; otherwise None (the file is refused as ambiguous)."""
+    f = columns.fields
+    start_h, end_h = f.get("start_date"), f.get("end_date") or f.get("bill_date")
+    days_h = f.get("days")
+    if end_h is None or (start_h is None and days_h is None):
+        return None
+    bad = {"MDY": 0, "DMY": 0}
+    checked = 0
+    previous: dict[str, dt.date | None] = {"MDY": None, "DMY": None}
+    for count, row in enumerate(table.rows()):
+        if count >= PERIOD_SCAN_ROWS:
+            break
+        cells = row.cells
+
+        def at(h: Header, cells: tuple[object, ...] = cells) -> object:
+            return cells[h.index] if h.index < len(cells) else None
+
+        try:
+            days = int(float(cell_text(at(days_h)))) if days_h is not None else None
+        except ValueError:
+            days = None
+        judged = False
+        for order in ("MDY", "DMY"):
+            try:
+                end = parse_date(at(end_h), order, None, table.date_epoch)
+                start = (
+                    parse_date(at(start_h), order, None, table.date_epoch)
+                    if start_h is not None
+                    else None
+                )
+            except DateError:
+                previous[order] = None
+                continue
+            judged = True
+            if start is not None:
+                length = (end - start).days
+                bad[order] += not 0 <= length <= LONGEST_BILL_DAYS
+            elif days is not None and previous[order] is not None:
+                # Consecutive bills: the gap between their end dates is one bill's days.
+                gap = abs((previous[order] - end).days)
+                bad[order] += gap > LONGEST_BILL_DAYS
+            previous[order] = end
+        checked += judged
+    if not checked:
+        return None
+    for order, other in (("MDY", "DMY"), ("DMY", "MDY")):
+        if bad[order] == 0 and bad[other] > 0:
+            name = "month-first" if order == "MDY" else "day-first"
+            other_name = "day-first" if order == "MDY" else "month-first"
+            return order, (
+                f"dates read {name}: every date could be read either way, and read "
+                f"{other_name} {bad[other]} of {checked} bills would end before they start or "
+                f"last more than {LONGEST_BILL_DAYS} days"
+            )
+    return None
 
 
 def _convention_key(meter: str, building: str | None) -> str:

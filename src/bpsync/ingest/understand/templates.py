@@ -447,6 +447,8 @@ def _score(t: Template, headers: Sequence[Header]) -> float:
     signature = t.signature_keys()
     if not signature or not all(k in keys for k in signature):
         return 0.0
+    if t.layout == "wide_months" and not any(looks_like_month(h.text) for h in headers):
+        return 0.0  # a sheet of months has month columns, whatever else it shares
     used = [names for names in t.columns.values() if names]
     found = 0
     for names in used:
@@ -586,6 +588,22 @@ def _vocabulary(templates: Sequence[Template]) -> dict[str, list[str]]:
     return vocab
 
 
+# Meter columns, best first: the meter itself beats the account it is billed to.
+METER_RANK = (
+    ("meter number", "meter id", "meter no", "meter", "meter reference", "meter ref"),
+    ("portfolio manager meter id", "mpan", "mprn", "supply number", "ean", "ean code", "esiid"),
+    ("account number", "account", "account no", "service account"),
+)
+
+
+def meter_rank(h: Header) -> int:
+    """0 for a meter's own number, 1 for a supply point id, 2 for an account, 3 for neither."""
+    for rank, names in enumerate(METER_RANK):
+        if h.key in names or header_key(h.text) in names:
+            return rank
+    return len(METER_RANK)
+
+
 _REGISTER_WORDS = frozenset({"read", "reading", "reads", "readings", "register", "index", "dial"})
 
 
@@ -624,6 +642,12 @@ def suggest_template(
             if fld and fld not in matched:
                 matched[fld] = h
                 break
+    if "meter" in matched:
+        # The meter itself beats the account it is billed to, whatever the column order.
+        meters = [h for h in hs if meter_rank(h) < len(METER_RANK) and not _is_register_column(h)]
+        best = min(meters, key=meter_rank, default=matched["meter"])
+        if meter_rank(best) < meter_rank(matched["meter"]) and best not in matched.values():
+            matched["meter"] = best
     month_headers = [h for h in hs if looks_like_month(h.text)]
     rest = [h for h in hs if h not in matched.values() and h not in month_headers]
     layout: Layout = "long"

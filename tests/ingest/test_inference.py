@@ -1,0 +1,146 @@
+"""Files no template names, read from headers and values together (issue 27 items 2, 5, 6, 9):
+each decision stated, two possible readings refused with the suggestion, never a silent pick."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from bpsync.ingest import IngestError, check_file
+from bpsync.ingest.readings.assign_meters import MeterCatalog, MeterInfo
+from bpsync.ingest.understand.infer import infer_template
+from bpsync.ingest.understand.templates import suggest_template
+
+D = dt.date
+
+
+def catalog(*meters: tuple[str, str, str, str | None]) -> MeterCatalog:
+    """(id, type, unit, external reference) per meter."""
+    infos = [MeterInfo(m, t, u, "bld_1", "B", m) for m, t, u, _ in meters]
+    return MeterCatalog.build(infos, {ref: m for m, _, _, ref in meters if ref})
+
+
+def stored(path: Path, cat: MeterCatalog, meter: str | None = None) -> list[tuple]:
+    prepared, result = check_file(path, catalog=cat, meter=meter, today=D(2026, 11, 20))
+    assert not result.errors, result.errors
+    return sorted(
+        (c.meter_id, c.start, c.end, c.consumption, c.cost)
+        for c in result.all_candidates()
+    )
+
+
+def notes(path: Path, cat: MeterCatalog, meter: str | None = None) -> str:
+    prepared, _ = check_file(path, catalog=cat, meter=meter, today=D(2026, 11, 20))
+    return " ".join(prepared.notes)
+
+
+def test_a_monthly_electric_export_imports_with_its_cost(tmp_path: Path) -> None:
+    """The issue's everyday file: a cost column named `Amount ($)` is stored, not dropped."""
+    path = tmp_path / "electric.csv"
+    path.write_text(
+        "Service Start,Service End,Usage (kWh),Amount ($),Meter Number\n"
+        "01/05/2026,02/03/2026,1200,$180.25,E-77\n"
+        "02/04/2026,03/05/2026,1100,$171.10,E-77\n"
+    )
+    cat = catalog(("mtr_e", "electricity", "kWh", "E-77"))
+    assert stored(path, cat) == [
+        ("mtr_e", D(2026, 1, 5), D(2026, 2, 3), 1200.0, 180.25),
+        ("mtr_e", D(2026, 2, 4), D(2026, 3, 5), 1100.0, 171.10),
+    ]
+
+
+def test_the_meter_beats_the_account(tmp_path: Path) -> None:
+    """Both an account and a meter number: the meter is taken, and the dry run says so."""
+    path = tmp_path / "portal.csv"
+    path.write_text(
+        "Account Number,Meter Number,Bill Start,Bill End,Total Usage,UOM,Bill Amount\n"
+        "A-1,M-9,2025-01-01,2025-01-31,500,kWh,75.00\n"
+    )
+    cat = catalog(("mtr_m", "electricity", "kWh", "M-9"))
+    assert stored(path, cat) == [("mtr_m", D(2025, 1, 1), D(2025, 1, 31), 500.0, 75.0)]
+    said = notes(path, cat)
+    assert "meter: 'Meter Number' (a meter beats an account: 'Account Number' left out)" in said
+    assert suggest_template(["Account Number", "Meter Number", "Usage"]).matched["meter"] == (
+        "Meter Number"
+    )
+
+
+def test_one_bill_with_ambiguous_dates_is_decided_by_its_period(tmp_path: Path) -> None:
+    """01/03/2026-02/01/2026 is Jan 3 to Feb 1 (read day-first it would end before it starts)."""
+    path = tmp_path / "one.csv"
+    path.write_text("Service Start,Service End,Usage,Meter Number\n01/03/2026,02/01/2026,640,E-1\n")
+    cat = catalog(("mtr_1", "electricity", "kWh", "E-1"))
+    assert stored(path, cat) == [("mtr_1", D(2026, 1, 3), D(2026, 2, 1), 640.0, None)]
+    assert "dates read month-first: every date could be read either way" in notes(path, cat)
+
+
+def test_ambiguous_dates_with_no_deciding_period_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "both.csv"
+    path.write_text("Service Start,Service End,Usage,Meter Number\n01/02/2026,03/02/2026,1,E-1\n")
+    with pytest.raises(IngestError, match="could be day-first or month-first"):
+        check_file(path, catalog=catalog(("mtr_1", "electricity", "kWh", "E-1")))
+
+
+def test_a_wide_sheet_of_months_is_recognised(tmp_path: Path) -> None:
+    """One row per meter, one column per month, no template signature: read as months."""
+    path = tmp_path / "wide.csv"
+    path.write_text("Meter,Unit,Jan 2025,Feb 2025,Mar 2025\nGAS-1,therms,10,20,30\n")
+    cat = catalog(("mtr_g", "natural_gas", "therms", "GAS-1"))
+    assert stored(path, cat) == [
+        ("mtr_g", D(2025, 1, 1), D(2025, 1, 31), 10.0, None),
+        ("mtr_g", D(2025, 2, 1), D(2025, 2, 28), 20.0, None),
+        ("mtr_g", D(2025, 3, 1), D(2025, 3, 31), 30.0, None),
+    ]
+    assert "one row per meter and one column per month (3 month columns" in notes(path, cat)
+
+
+def test_two_usage_columns_without_a_meter_unit_are_refused(tmp_path: Path) -> None:
+    """Mimics Eversource's gas export: the usage in CCF and in therms. With no meter to decide,
+    the file is refused naming both columns and the command that accepts a mapping."""
+    path = tmp_path / "ever.csv"
+    path.write_text(
+        "End Date,Days In Bill,Usage (CCF),Usage (Therms),Meter Number\n7/12/2021,32,18,18,G\n"
+    )
+    with pytest.raises(IngestError) as caught:
+        check_file(path, catalog=catalog(("mtr_g", "natural_gas", "therms", "G")))
+    message = str(caught.value)
+    assert "'Usage (CCF)' and 'Usage (Therms)'" in message
+    assert "bpsync templates suggest ever.csv --save NAME" in message
+
+
+def test_values_overrule_a_header_that_names_a_field(tmp_path: Path) -> None:
+    """A `Usage` column of words is not the usage; the numbers under `Quantity` are."""
+    path = tmp_path / "q.csv"
+    path.write_text(
+        "Meter Number,Start Date,End Date,Usage,Quantity\nM,2025-01-01,2025-01-31,metered,42\n"
+    )
+    cat = catalog(("mtr_q", "water", "m3", "M"))
+    assert stored(path, cat) == [("mtr_q", D(2025, 1, 1), D(2025, 1, 31), 42.0, None)]
+
+
+def test_unused_columns_are_listed_by_name(tmp_path: Path) -> None:
+    """A shipped template matches; the columns it reads nothing from are named in the notes."""
+    path = tmp_path / "svc.csv"
+    path.write_text(
+        "Meter Number,Service Start,Service End,Usage,Usage Unit,Tariff Code\n"
+        "E-1,2025-01-01,2025-01-31,5,kWh,T2\n"
+    )
+    said = notes(path, catalog(("mtr_1", "electricity", "kWh", "E-1")))
+    assert "columns not used: 'Tariff Code'" in said
+
+
+def test_inference_alone_states_each_decision(tmp_path: Path) -> None:
+    from bpsync.ingest.readers import open_table
+
+    path = tmp_path / "ng.csv"
+    path.write_text(
+        "TYPE,START DATE,END DATE,USAGE,UNITS,COST,NOTES\n"
+        "Natural gas billing,11/25/15,12/7/15,18,therms,$25.20 ,\n"
+    )
+    inference = infer_template(open_table(path), meter="GAS")
+    assert inference.decided
+    assert inference.unused == ["TYPE", "NOTES"]
+    assert "cost: 'COST' (money in 1 of 1 sampled cells)" in inference.decisions
+    assert "unit: 'UNITS' (therms)" in inference.decisions

@@ -1,0 +1,148 @@
+"""US utility portal bill exports (set 1, files 11-15) imported with no template: the columns are
+inferred from headers and values, and the stored bills are exactly the file's.
+
+Expected readings are derived here with the csv module from each file's own layout (National
+Grid and its "ngma" portal: START DATE / END DATE inclusive, USAGE in the UNITS or header unit,
+COST in dollars; Eversource: a read or end date and the days it closes), not from bpsync."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from pathlib import Path
+
+from tests.real_inputs.conftest import Org, real_path
+
+
+def _money(text: str) -> float | None:
+    text = text.strip().replace("$", "").replace(",", "")
+    return float(text) if text else None
+
+
+def _date(text: str) -> dt.date:
+    for fmt in ("%m/%d/%y", "%m/%d/%Y", "%Y-%m-%d"):
+        try:
+            return dt.datetime.strptime(text.strip(), fmt).date()
+        except ValueError:
+            continue
+    raise ValueError(text)
+
+
+def national_grid_bills(path: Path, usage_column: str) -> list[tuple]:
+    """(start, end, usage, cost) of every 'Natural gas billing' row, both dates inclusive."""
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.reader(f))
+    header = next(i for i, r in enumerate(rows) if r[:1] == ["TYPE"])
+    names = rows[header]
+    out = []
+    for r in rows[header + 1 :]:
+        if not r or r[0] != "Natural gas billing":
+            continue
+        cell = dict(zip(names, r, strict=False))
+        out.append(
+            (
+                _date(cell["START DATE"]),
+                _date(cell["END DATE"]),
+                float(cell[usage_column]),
+                _money(cell["COST"]),
+            )
+        )
+    return sorted(out)
+
+
+def days_bills(rows: list[dict[str, str]], end: str, days: str, usage: str, cost: str) -> list:
+    """Bills given by an end (or read) date and the days they close: start = end - days + 1."""
+    out = []
+    for r in rows:
+        last = _date(r[end])
+        out.append(
+            (
+                last - dt.timedelta(days=int(r[days]) - 1),
+                last,
+                float(r[usage].replace(",", "")),
+                _money(r[cost]),
+            )
+        )
+    return sorted(out)
+
+
+def test_national_grid_two_digit_years_and_blank_lines(org: Org) -> None:
+    """Title block (name, address, account) above the header, a blank line after every bill,
+    m/d/yy dates, '$25.20 ' costs, an estimated bill flagged in NOTES, one missing bill."""
+    expected = national_grid_bills(real_path("set1/national-grid.csv"), "USAGE")
+    meter = org.meter("natural_gas", "therms", "Gas")
+    body = org.import_json(str(org.copy("set1/national-grid.csv")), "--meter", meter)
+    assert body["accepted"] == len(expected) == 86
+    assert org.stored(meter) == expected
+
+
+def test_national_grid_four_digit_years(org: Org) -> None:
+    expected = national_grid_bills(real_path("set1/natural-gas-national-grid-yyyy.csv"), "USAGE")
+    meter = org.meter("natural_gas", "therms", "Gas")
+    path = org.copy("set1/natural-gas-national-grid-yyyy.csv")
+    body = org.import_json(str(path), "--meter", meter)
+    assert body["accepted"] == len(expected) == 4
+    assert org.stored(meter) == expected
+
+
+def test_ngma_portal_unit_in_the_header(org: Org) -> None:
+    name = "set1/ngma_natural_gas_billing_billing_data_Service 1_1_2022-08-02_to_2025-08-01.csv"
+    expected = national_grid_bills(real_path(name), "USAGE (therms)")
+    meter = org.meter("natural_gas", "therms", "Gas")
+    dry = org.bpsync("import", str(org.copy(name)), "--meter", meter, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    out = " ".join(dry.output.split())
+    assert "unit: therms (from the header 'USAGE (therms)')" in out
+    assert "Columns not used: 'TYPE', 'NOTES'" in out
+    body = org.import_json(str(org.copy(name)), "--meter", meter)
+    assert body["accepted"] == len(expected) == 32
+    assert org.stored(meter) == expected
+
+
+def test_eversource_two_usage_columns_the_meter_unit_decides(org: Org) -> None:
+    """UTF-16 with tabs, every cell quoted, newest first, End Date + Days In Bill, a cumulative
+    'Meter Read' column, and the usage twice: 'Usage (CCF)' and 'Usage (Therms)'. The meter is
+    in therms, so the therms column is stored and the CCF one is said to be left out."""
+    path = real_path("set1/eversource.csv")
+    with path.open(encoding="utf-16", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    expected = days_bills(rows, "End Date", "Days In Bill", "Usage (Therms)", "Usage (Cost)")
+    meter = org.meter("natural_gas", "therms", "Gas")
+    copy = org.copy("set1/eversource.csv")
+    dry = org.bpsync("import", str(copy), "--meter", meter, "--dry-run")
+    out = " ".join(dry.output.split())
+    assert dry.exit_code == 0, dry.output
+    assert "'Usage (Therms)' is in the meter's unit (therms)" in out
+    assert "'Usage (CCF)' states the same usage in another unit and is left out" in out
+    assert "'Meter Read'" in out  # listed among the columns not used
+    body = org.import_json(str(copy), "--meter", meter)
+    assert body["accepted"] == len(expected) == 36
+    assert org.stored(meter) == expected
+
+
+def test_eversource_usage_in_neither_unit_is_refused_with_the_reason(org: Org) -> None:
+    meter = org.meter("natural_gas", "m3", "Gas")
+    result = org.bpsync("import", str(org.copy("set1/eversource.csv")), "--meter", meter)
+    assert result.exit_code == 6
+    out = " ".join(result.output.split())
+    assert "'Usage (CCF)' and 'Usage (Therms)'; none is in the meter's unit (m3)" in out
+    assert "templates suggest eversource.csv --save NAME" in out
+    assert org.stored(meter) == []
+
+
+def test_eversource_read_dates_and_days_with_cr_line_ends(org: Org) -> None:
+    """Read Date + Number of Days, bare CR line ends, no unit anywhere (the meter's unit), a
+    'Usage per day' and an 'Average Temperature' column that are not the usage."""
+    path = real_path("set1/natural-gas-eversource.csv")
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    expected = days_bills(rows, "Read Date", "Number of Days", "Usage", "Charge")
+    meter = org.meter("natural_gas", "therms", "Gas")
+    copy = org.copy("set1/natural-gas-eversource.csv")
+    dry = org.bpsync("import", str(copy), "--meter", meter, "--dry-run")
+    out = " ".join(dry.output.split())
+    assert "unit: none in the file, so each reading is in its meter's unit" in out
+    assert "'Usage per day', 'Average Temperature'" in out
+    body = org.import_json(str(copy), "--meter", meter)
+    assert body["accepted"] == len(expected) == 36
+    assert org.stored(meter) == expected
