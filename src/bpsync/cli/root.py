@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from bpsync import __version__
+from bpsync.cli.history import history
 from bpsync.cli.output import (
     JsonOpt,
     ProfileOpt,
@@ -59,3 +60,6 @@ def tui(ctx: typer.Context, profile: ProfileOpt = None) -> None:
 def version() -> None:
     """Print the version."""
     typer.echo(f"bpsync {__version__}")
+
+
+app.command("history")(history)  # the trail of replaced readings (issue 30, cli/history.py)

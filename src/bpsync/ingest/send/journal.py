@@ -146,6 +146,12 @@ class Journal:
     def connection(self) -> sqlite3.Connection:
         return self._db
 
+    def replacements(self, meter_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The trail of these meters' replaced readings, newest first (send/trail.py)."""
+        from bpsync.ingest.send.trail import Trail  # it builds on this class
+
+        return Trail(self).for_meter(meter_ids)
+
     def set_status(self, import_id: int, status: ImportStatus, info: dict[str, Any] | None = None):
         with self._tx() as db:
             if info is not None:

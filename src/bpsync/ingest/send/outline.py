@@ -48,7 +48,7 @@ def dry_run_summary(
     )
     summary.count_listed(replacing)
     message = (
-        f"Dry run: {plan.readings} new reading(s) for {plan.meter_count} meter(s) would be sent "
+        f"Dry run: {plan.readings} reading(s) for {plan.meter_count} meter(s) would be sent "
         f"in {calls_text(plan)}, about {duration_text(plan.estimate.seconds)}"
     )
     if replacing:
