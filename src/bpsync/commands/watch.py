@@ -193,6 +193,7 @@ def watch_command(
             meter=rules.meter,
             meter_links=rules.meter_links,
             uploads=not no_upload,
+            update=rules.update,  # `update = true` in .bpsync-folder.toml (issue 30)
         ),
         note=note_logger(log),
     )

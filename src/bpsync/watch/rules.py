@@ -365,10 +365,13 @@ class FolderRules:
     # `[meters]`: external reference → meter id, for a watcher whose machine has no meter map
     # of its own (a service account under systemd); these win over the profile's map.
     meter_links: dict[str, str] = field(default_factory=dict)
+    # `update = true`: files dropped here apply corrections and rebills of stored readings
+    # (`bpsync import --update`, docs/corrections.md); off by default.
+    update: bool = False
 
 
 def read_folder_rules(folder: Path) -> FolderRules:
-    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`, table `[meters]`), or no rules
+    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`, `update`, table `[meters]`), or no rules
     when it is absent. Raises ConfigError naming the file and the key for anything else."""
     import tomllib
 
@@ -379,9 +382,9 @@ def read_folder_rules(folder: Path) -> FolderRules:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
-    unknown = sorted(set(data) - {"meter", "template", "meters"})
+    unknown = sorted(set(data) - {"meter", "template", "meters", "update"})
     if unknown:
-        known = "meter, template, [meters]"
+        known = "meter, template, update, [meters]"
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {known})")
     values = {}
     for key in ("meter", "template"):
@@ -395,4 +398,8 @@ def read_folder_rules(folder: Path) -> FolderRules:
     for ref, meter_id in links.items():
         if not isinstance(meter_id, str) or not meter_id.strip():
             raise ConfigError(f"{path}: [meters] {ref!r} must be a meter id (a string)")
-    return FolderRules(**values, meter_links={str(k): v.strip() for k, v in links.items()})
+    update = data.get("update", False)
+    if not isinstance(update, bool):
+        raise ConfigError(f"{path}: update must be true or false")
+    links = {str(k): v.strip() for k, v in links.items()}
+    return FolderRules(**values, meter_links=links, update=update)
