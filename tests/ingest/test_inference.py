@@ -23,11 +23,10 @@ def catalog(*meters: tuple[str, str, str, str | None]) -> MeterCatalog:
 
 
 def stored(path: Path, cat: MeterCatalog, meter: str | None = None) -> list[tuple]:
-    prepared, result = check_file(path, catalog=cat, meter=meter, today=D(2026, 11, 20))
+    _prepared, result = check_file(path, catalog=cat, meter=meter, today=D(2026, 11, 20))
     assert not result.errors, result.errors
     return sorted(
-        (c.meter_id, c.start, c.end, c.consumption, c.cost)
-        for c in result.all_candidates()
+        (c.meter_id, c.start, c.end, c.consumption, c.cost) for c in result.all_candidates()
     )
 
 
@@ -144,3 +143,33 @@ def test_inference_alone_states_each_decision(tmp_path: Path) -> None:
     assert inference.unused == ["TYPE", "NOTES"]
     assert "cost: 'COST' (money in 1 of 1 sampled cells)" in inference.decisions
     assert "unit: 'UNITS' (therms)" in inference.decisions
+
+
+def test_suggest_the_wizard_and_the_import_agree(tmp_path: Path) -> None:
+    """Issue 27 item 9: `templates suggest` and the wizard propose the mapping the import infers,
+    and the wizard finds `Usage (kWh)` in a file whose header reads `Usage (kWh)`."""
+    from bpsync.ingest import find_column, suggest_for_table
+    from bpsync.ingest.readers import open_table
+    from bpsync.tui.screens.wizard import _in_file
+
+    path = tmp_path / "electric.csv"
+    path.write_text(
+        "Account Number,Service Start,Service End,Usage (kWh),Amount ($),Meter Number\n"
+        "A-1,01/05/2026,02/03/2026,1200,$180.25,E-77\n"
+    )
+    table = open_table(path)
+    suggestion = suggest_for_table(table)
+    inferred = infer_template(table).template
+    assert inferred is not None
+    assert dict(suggestion.matched) == {
+        "start_date": "Service Start",
+        "end_date": "Service End",
+        "cost": "Amount ($)",
+        "consumption": "Usage (kWh)",
+        "meter": "Meter Number",
+    }
+    assert suggestion.template.columns == inferred.columns
+    assert suggestion.usable and suggestion.unmatched_headers == ("Account Number",)
+    assert _in_file(table.headers, ("Usage (kWh)",))
+    assert find_column(table.headers, ("Usage (kWh)",)) is not None
+    assert not _in_file(table.headers, ("Demand (kW)",))

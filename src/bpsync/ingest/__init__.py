@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     )
     from bpsync.ingest.understand.columns import resolve_columns
     from bpsync.ingest.understand.evidence import plan_table, scan_date_order, scan_decimal
+    from bpsync.ingest.understand.infer import infer_template, suggest_for_table
     from bpsync.ingest.understand.templates import (
         FIELDS,
         Match,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
         Template,
         TemplateError,
         builtin_templates_dir,
+        find_column,
         list_templates,
         load_template,
         match_template,
@@ -157,6 +159,9 @@ _WHERE = {
     "match_template": "bpsync.ingest.understand.templates",
     "save_template": "bpsync.ingest.understand.templates",
     "suggest_template": "bpsync.ingest.understand.templates",
+    "find_column": "bpsync.ingest.understand.templates",
+    "infer_template": "bpsync.ingest.understand.infer",
+    "suggest_for_table": "bpsync.ingest.understand.infer",
     "template_to_dict": "bpsync.ingest.understand.templates",
 }
 
@@ -209,10 +214,12 @@ __all__ = [
     "detect_format",
     "fetch_existing",
     "fetch_portfolio",
+    "find_column",
     "group_problems",
     "header_key",
     "import_file",
     "import_register",
+    "infer_template",
     "link_meter",
     "list_templates",
     "load_meter_map",
@@ -235,6 +242,7 @@ __all__ = [
     "scan_decimal",
     "storable_name",
     "stored_name",
+    "suggest_for_table",
     "suggest_template",
     "target_of",
     "template_to_dict",

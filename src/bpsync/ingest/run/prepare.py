@@ -73,7 +73,7 @@ def choose_template(
     single-meter export with no meter column); `catalog` gives that meter's unit when the
     inference needs it."""
     fmt = detect_format(path)
-    if template in INFERRED_NAMES:
+    if isinstance(template, str) and template in INFERRED_NAMES:
         template = "auto"  # a journal's record of an inferred import: infer it again
     if isinstance(template, Template) or (template not in (None, "auto")):
         t = (

@@ -35,12 +35,12 @@ from bpsync.ingest import (
     Template,
     TemplateError,
     cell_text,
-    header_key,
+    find_column,
     list_templates,
     load_meter_map,
     match_template,
     save_template,
-    suggest_template,
+    suggest_for_table,
 )
 from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
@@ -152,6 +152,15 @@ class WizardState(AppScreen):
         self._show_step()
 
 
+def _in_file(headers: list, names: tuple[str, ...]) -> bool:
+    """Whether the import finds a column for these names (the same rule: `Usage (kWh)` is in a
+    file whose header reads `Usage (kWh)`, and a name two columns share is there)."""
+    try:
+        return bool(names) and find_column(headers, names) is not None
+    except ValueError:  # AmbiguousColumn: present, twice
+        return True
+
+
 class MappingStep(WizardState):
     """Step 3: which column feeds each field; edit it, save it as a template."""
 
@@ -161,7 +170,6 @@ class MappingStep(WizardState):
         rows = self.query_one("#mapping-table", DataTable)
         rows.clear()
         headers = self.opened.table.headers if self.opened else []
-        present = {h.key for h in headers}
         meter = template.meter
         rows.add_row("meter", ", ".join(meter.column) or DASH, f"by {meter.by}", key="meter")
         if meter.by == "building_name":
@@ -169,7 +177,7 @@ class MappingStep(WizardState):
             rows.add_row("meter_name", ", ".join(meter.name_column), "name", key="meter_name")
         for field in FIELDS:
             names = template.names_for(field)
-            found = any(header_key(n) in present for n in names)
+            found = _in_file(headers, names)
             column = Text(", ".join(names) or DASH, style="" if found or not names else "red")
             rows.add_row(field, column, "" if found or not names else "not in this file", key=field)
         info = f"Template {template.name} · layout {template.layout}"
@@ -281,7 +289,8 @@ class FileStep(MappingStep):
             if match is not None:
                 template, missing = match.template, ()
             else:
-                suggestion = suggest_template(table.headers, templates=templates)
+                # The import's own inference, so the wizard proposes what the import does.
+                suggestion = suggest_for_table(table)
                 template, missing = suggestion.template, suggestion.missing
         except (IngestError, OSError, ValueError) as exc:
             self.app.call_from_thread(self.inline, f"{path.name}: {exc}")
