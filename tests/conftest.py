@@ -4,12 +4,13 @@ SQLite file, or httpx's ASGI transport where speed matters. Time comes from a Fa
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,17 +83,45 @@ class Service:
             ).key
 
 
-class LiveServer:
-    """uvicorn in a thread, bound to a free port on 127.0.0.1."""
+class DateFromClock:
+    """ASGI wrapper: every response's Date header read from `clock`. A real server stamps Date from
+    the clock its X-RateLimit-Reset comes from; uvicorn's own Date is real time, which disagrees
+    with a service on a FakeClock."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: Any, clock: Callable[[], dt.datetime]) -> None:
+        self.app = app
+        self.clock = clock
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def stamped(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                date = email.utils.format_datetime(self.clock().astimezone(dt.UTC), usegmt=True)
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+                message = {**message, "headers": [*headers, (b"date", date.encode())]}
+            await send(message)
+
+        await self.app(scope, receive, stamped)
+
+
+class LiveServer:
+    """uvicorn in a thread, bound to a free port on 127.0.0.1. With `clock` (the service's), the
+    Date header comes from that clock (`DateFromClock`); without it, uvicorn's real time."""
+
+    def __init__(self, app: FastAPI, clock: Callable[[], dt.datetime] | None = None) -> None:
         # IPPROTO_TCP explicitly: asyncio only turns Nagle off for sockets that name it, and
         # without TCP_NODELAY every loopback request waits ~40 ms for a delayed ACK.
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        served: Any = app if clock is None else DateFromClock(app, clock)
+        config = uvicorn.Config(
+            served, log_level="warning", lifespan="on", date_header=clock is None
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True

@@ -17,15 +17,18 @@ from bpsync.client import AsyncServiceClient
 from bpsync.client.ratelimit import (
     Bucket,
     FileStore,
+    MemoryStore,
     Observation,
     RateLimiter,
     limit_classes,
     local_reset,
     observe,
+    parse_headers,
     plan,
 )
-from tests.conftest import LiveServer, make_service_app
+from tests.conftest import FakeClock, LiveServer, make_service_app
 
+WEEK = 7 * 86400
 BATCH = "/v1/buildings/bld_1/meters/mtr_1/readings/batch"
 
 
@@ -73,7 +76,7 @@ def test_unknown_bucket_is_probed_by_one_request_at_a_time() -> None:
     wait, _ = plan(state, ["key"], now=100.01)
     assert 0 < wait <= 0.05
     learned = observe(state, Observation("key", 50, 49, 160, 60), now=100.02, taken=["key"])
-    assert learned["key"] == known(50, 49, 160)
+    assert learned["key"] == {**known(50, 49, 160), "server_reset": 160}
     # A batch's headers describe the bulk bucket: the key bucket's probe is released.
     _, state = plan({}, ["key", "bulk"], now=100)
     learned = observe(state, Observation("bulk", 10, 9, 160, 60), now=100, taken=["key", "bulk"])
@@ -95,15 +98,66 @@ def test_observe_keeps_the_lower_count_within_a_window() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reset", "now", "window", "expected"),
+    ("reset", "server_now", "now", "window", "expected"),
     [
-        (160, 100, 60, 160),  # clocks agree
-        (5000, 100, 60, 160),  # server clock far ahead: one window at most
-        (50, 100, 60, 101),  # server clock behind: assume the window is nearly over
+        (160, None, 100, 60, 160),  # no Date: the reset read on the local clock
+        (160, 100, 100.3, 60, 160),  # Date agrees (whole seconds): the exact reset
+        (160, 99, 100.9, 60, 160),  # the same, a second's rounding and transit later
+        # The Date shows the clocks disagree: the time left is the reset minus the Date.
+        (160, 130, 100, 60, 130),  # server 30 s ahead: 30 s left, not 60
+        (160, 150, 100, 60, 110),  # server 50 s ahead: the local reading would be 50 s late
+        (160, 110, 140, 60, 190),  # server 30 s behind: 50 s left, not 20
+        (160 - WEEK, 130 - WEEK, 100, 60, 130),  # a week behind (the tests' fake clock)
+        (5000, 4950, 100, 60, 150),  # far ahead, yet 50 s left on the server
+        (50, 10, 100, 60, 140),  # far behind, 40 s left on the server
+        (160, 99.5, 200, 60, 260.0),  # Date a second short of a window ahead: one window
+        # No Date, or one that contradicts the reset: the clocks disagree by an unknown amount;
+        # a whole window is assumed (never sending into a window the server has not ended).
+        (5000, None, 100, 60, 160),
+        (50, None, 100, 60, 160),
+        (50, 500, 100, 60, 160),  # reset before the Date
+        (5000, 100, 40, 60, 100),  # reset far beyond the Date's window
     ],
 )
-def test_local_reset(reset: float, now: float, window: float, expected: float) -> None:
-    assert local_reset(Observation("key", 1, 1, reset, window), now) == expected
+def test_local_reset(
+    reset: float, server_now: float | None, now: float, window: float, expected: float
+) -> None:
+    observation = Observation("key", 1, 1, reset, window, server_now)
+    assert local_reset(observation, now) == pytest.approx(expected)
+
+
+def test_the_date_header_is_read() -> None:
+    headers = {
+        "x-ratelimit-limit": "10",
+        "x-ratelimit-remaining": "4",
+        "x-ratelimit-reset": "1795167060",
+        "x-ratelimit-window": "60",
+        "x-ratelimit-bucket": "bulk",
+        "date": "Fri, 20 Nov 2026 09:30:15 GMT",
+    }
+    observation = parse_headers(headers, "key")
+    assert observation == Observation("bulk", 10, 4, 1795167060, 60, 1795167015)
+    assert parse_headers({**headers, "date": "yesterday"}, "key").server_now is None  # type: ignore[union-attr]
+    assert parse_headers({**headers, "date": ""}, "key").server_now is None  # type: ignore[union-attr]
+
+
+def test_a_window_is_named_by_the_servers_reset() -> None:
+    """Two responses of one server window, a second apart on a clock that disagrees with the
+    server's: Date's whole seconds move the local reset by up to a second, yet it is the same
+    window (the lower count kept); the next window's reset takes the server's count."""
+    first = Observation("key", 100, 40, 160, 60, server_now=129)
+    state = observe({}, first, now=1000.95, taken=["key"])
+    assert state["key"] == {**known(100, 40, 1031.95), "server_reset": 160}
+    second = Observation("key", 100, 45, 160, 60, server_now=130)
+    state = observe(state, second, now=1001.05, taken=["key"])
+    assert state["key"]["remaining"] == 40 and state["key"]["reset"] == pytest.approx(1031.05)
+    fresh = Observation("key", 100, 99, 220, 60, server_now=161)
+    assert observe(state, fresh, now=1032.1, taken=["key"])["key"]["remaining"] == 99
+    # Rolled over locally, the bucket names the server's next window.
+    assert plan(state, ["key"], now=1040)[1]["key"] == {
+        **known(100, 99, 1091.05),
+        "server_reset": 220,
+    }
 
 
 _WORKER = """
@@ -148,10 +202,15 @@ class Count429:
 
 
 @pytest.mark.anyio
-async def test_paced_client_hits_almost_no_429(tmp_path: Path) -> None:
+async def test_paced_client_hits_almost_no_429(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real server with a 1 s window (10 per key, 3 bulk) and two clients of one profile
     sharing buckets through the state file: 40 GETs and 6 batches at once."""
     from bpservice import admin
+
+    # The state file under this test's own directory: another run's buckets must not count.
+    monkeypatch.setenv("BPSYNC_STATE_DIR", str(tmp_path / "state"))
 
     app = make_service_app(tmp_path / "svc.db", system_clock, per_key=10, bulk=3, window_seconds=1)
     with app.state.db.write() as session:
@@ -194,3 +253,45 @@ async def test_paced_client_hits_almost_no_429(tmp_path: Path) -> None:
     # floor keeps a margin rather than assuming whole windows.
     assert elapsed >= 2.0
     print(f"paced: {len(counter.statuses)} requests, {rate_limited} x 429, {elapsed:.1f} s")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("skew", [WEEK, 45, -45, -WEEK])
+async def test_a_skewed_clock_is_paced_by_the_servers_window(tmp_path: Path, skew: float) -> None:
+    """The real service (5 requests a 60 s window per key) on a fake clock that stamps its Date
+    header too; the client's clock is `skew` seconds off the server's (the tests' FakeClock is a
+    week behind the machine's date). The client's sleeps move the service's clock, so nothing
+    waits for real. 15 GETs starting 20 s into a window span three windows: the client waits the
+    first out (40 s) and the second whole (60 s), within a second of Date's rounding, and the
+    service refuses none. (Reading the reset on the skewed local clock instead, a client ahead
+    of the server thought each window over a second after its last response and was refused;
+    one behind waited whole windows.)"""
+    from bpservice import admin
+
+    clock = FakeClock()
+    clock.advance(60 - clock().second + 20)
+    app = make_service_app(tmp_path / "svc.db", clock, per_key=5, window_seconds=60)
+    with app.state.db.write() as session:
+        key = admin.bootstrap(session, now=clock())["test_key"]
+    counter = Count429(app)
+
+    def local() -> float:
+        return clock().timestamp() + skew
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.advance(seconds)
+
+    limiter = RateLimiter(MemoryStore(), clock=local, rand=lambda: 0.0)
+    with LiveServer(counter, clock=clock) as server:  # type: ignore[arg-type]
+        async with AsyncServiceClient(
+            server.url, key, limiter=limiter, clock=local, sleep=sleep, rand=lambda: 0.0
+        ) as client:
+            started = clock()
+            for i in range(15):  # distinct pages: a repeated GET would be a free 304
+                await client.properties.list(page=i + 1, per_page=1)
+            elapsed = (clock() - started).total_seconds()
+    assert counter.statuses == [200] * 15
+    assert 100 <= elapsed <= 102, slept

@@ -6,12 +6,18 @@ each bucket, takes a token from every bucket a request will spend before sending
 the window to reset when one is empty, so 429s are rare. The server's numbers correct the local
 count; nothing is hard-coded (the window comes from the header).
 
+`X-RateLimit-Reset` is a time on the server's clock. How long the window has left is measured on
+that clock too (the reset minus the response's `Date`, which the server stamps from the same
+clock) and laid onto the local clock, so a client whose clock is off from the server's (minutes,
+or a test service's fake clock a week behind) still waits exactly as long as the window has left.
+
 Processes of the same profile (the watcher and the terminal app) share the buckets through a small
 JSON file guarded by a file lock in the user state dir. The rules are pure functions over plain
 data (`plan`, `observe`); `RateLimiter` adds the store and the clock."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 import math
 import os
@@ -33,6 +39,9 @@ _REPORTS = re.compile(r"^/v1/reports/?$")
 PROBE_SECONDS = 5.0
 # Waiting a hair past the reset avoids arriving a moment before the server's window rolls over.
 RESET_MARGIN = 0.02
+# `Date` has whole seconds, rounded down, and is stamped before the response travels: a local clock
+# that agrees with the server's reads between this much behind and a little ahead of it.
+CLOCKS_AGREE = (-2.0, 1.0)
 
 
 def limit_classes(method: str, path: str, principal_kind: str) -> list[str]:
@@ -53,13 +62,24 @@ class Bucket:
     remaining: int
     reset: float  # local Unix time the window ends
     window: float
+    # The same moment on the server's clock (its X-RateLimit-Reset): names the window exactly,
+    # whatever the two clocks say. None when not learned from headers (a 429 without them).
+    server_reset: float | None = None
 
     def rolled(self, now: float) -> Bucket:
         """The bucket as of `now`: fixed windows roll over whole, back to the full limit."""
         if now < self.reset or self.window <= 0:
             return self
         passed = math.floor((now - self.reset) / self.window) + 1
-        return replace(self, remaining=self.limit, reset=self.reset + passed * self.window)
+        server_reset = self.server_reset
+        if server_reset is not None:
+            server_reset += passed * self.window
+        return replace(
+            self,
+            remaining=self.limit,
+            reset=self.reset + passed * self.window,
+            server_reset=server_reset,
+        )
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,21 @@ class Observation:
     remaining: int
     reset: float  # server Unix time
     window: float
+    server_now: float | None = None  # the response's Date: server Unix time, whole seconds
+
+
+def server_date(headers: Mapping[str, str]) -> float | None:
+    """The response's `Date` header as Unix time (None when absent or not an HTTP-date)."""
+    value = headers.get("date")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        return None
+    return when.timestamp()
 
 
 def parse_headers(headers: Mapping[str, str], default_kind: str) -> Observation | None:
@@ -84,17 +119,30 @@ def parse_headers(headers: Mapping[str, str], default_kind: str) -> Observation 
     if limit <= 0 or window <= 0 or remaining < 0:
         return None
     kind = headers.get("x-ratelimit-bucket") or default_kind
-    return Observation(kind, limit, remaining, reset, window)
+    return Observation(kind, limit, remaining, reset, window, server_date(headers))
 
 
 State = dict[str, dict[str, Any]]  # kind -> Bucket fields, or {"probe_until": t} while unknown
 
 
+def _entry(bucket: Bucket) -> dict[str, Any]:
+    """A bucket as stored: its fields, without a server reset it does not know."""
+    entry = asdict(bucket)
+    if entry["server_reset"] is None:
+        del entry["server_reset"]
+    return entry
+
+
 def _bucket(entry: dict[str, Any] | None) -> Bucket | None:
     if not entry or "limit" not in entry:
         return None
+    server_reset = entry.get("server_reset")
     return Bucket(
-        int(entry["limit"]), int(entry["remaining"]), float(entry["reset"]), float(entry["window"])
+        int(entry["limit"]),
+        int(entry["remaining"]),
+        float(entry["reset"]),
+        float(entry["window"]),
+        float(server_reset) if server_reset is not None else None,
     )
 
 
@@ -150,7 +198,7 @@ def plan(
                 wait = max(wait, min(0.05, probing))
             continue
         bucket = bucket.rolled(now)
-        new[kind] = asdict(bucket)
+        new[kind] = _entry(bucket)
         if bucket.remaining <= 0:
             spread = jitter * min(0.25, bucket.window * 0.05)
             wait = max(wait, bucket.reset - now + RESET_MARGIN + spread)
@@ -163,32 +211,51 @@ def plan(
             if owner is not None:
                 new[kind]["pid"] = owner
         else:
-            new[kind] = asdict(replace(bucket, remaining=bucket.remaining - 1))
+            new[kind] = _entry(replace(bucket, remaining=bucket.remaining - 1))
     return 0.0, new
 
 
 def local_reset(observation: Observation, now: float) -> float:
-    """The server's reset on the local clock. A reset more than a window ahead, or already past,
-    means the clocks disagree; the window's length is then the best local estimate."""
-    if now < observation.reset <= now + observation.window:
-        return observation.reset
-    return (
-        now + observation.window if observation.reset > now else now + min(1.0, observation.window)
-    )
+    """The server's reset on the local clock.
+
+    When the response's `Date` shows the clocks disagree, the time left is the reset minus that
+    Date (both the server's clock), counted from `now`: the skew drops out. (Date has whole
+    seconds, so the time left may read up to a second long, never short.) When they agree, or
+    there is no usable Date, the reset is read on the local clock as it is, to the millisecond.
+    A reset that still lies outside the next window means the clocks disagree by an unknown
+    amount: the whole window is assumed, which at worst waits longer than needed but never sends
+    into a window the server has not yet ended."""
+    reset, window = observation.reset, observation.window
+    if observation.server_now is not None:
+        skew = observation.server_now - now
+        left = reset - observation.server_now
+        if not CLOCKS_AGREE[0] < skew < CLOCKS_AGREE[1] and 0 < left <= window + 1:
+            return now + min(left, window)
+    if now < reset <= now + window:
+        return reset
+    return now + window
 
 
 def observe(state: State, observation: Observation, now: float, taken: list[str]) -> State:
     """Fold a response's headers into the state. Within the same window the lower count wins (our
-    in-flight requests are not in the server's number yet); a new window takes the server's."""
+    in-flight requests are not in the server's number yet); a new window takes the server's. The
+    window is told by the server's own reset (the same for every response of one window), else by
+    the local resets lying within a second of each other."""
     new = {k: dict(v) for k, v in state.items()}
     reset = local_reset(observation, now)
     current = _bucket(new.get(observation.kind))
     remaining = observation.remaining
     if current is not None:
         current = current.rolled(now)
-        if abs(current.reset - reset) < min(1.0, observation.window / 2):
+        if current.server_reset is not None:
+            same = current.server_reset == observation.reset
+        else:
+            same = abs(current.reset - reset) < min(1.0, observation.window / 2)
+        if same:
             remaining = min(remaining, current.remaining)
-    new[observation.kind] = asdict(Bucket(observation.limit, remaining, reset, observation.window))
+    new[observation.kind] = _entry(
+        Bucket(observation.limit, remaining, reset, observation.window, observation.reset)
+    )
     # Buckets this request spent but the headers did not describe stay unknown: clear their probe
     # so the next request can learn them.
     for kind in taken:
@@ -204,7 +271,10 @@ def exhausted(state: State, kind: str, retry_after: float, now: float) -> State:
     current = _bucket(new.get(kind))
     limit = current.limit if current else 1
     window = current.window if current else max(retry_after, 1.0)
-    new[kind] = asdict(Bucket(limit, 0, now + max(retry_after, 0.0), window))
+    # The window the refusal was in keeps its name on the server's clock (the 429's own headers,
+    # folded in just before, usually gave it).
+    server_reset = current.rolled(now).server_reset if current else None
+    new[kind] = _entry(Bucket(limit, 0, now + max(retry_after, 0.0), window, server_reset))
     return new
 
 
@@ -214,7 +284,7 @@ def returned(state: State, kinds: list[str], now: float) -> State:
     for kind in kinds:
         bucket = _bucket(new.get(kind))
         if bucket is not None and now < bucket.reset:
-            new[kind] = asdict(replace(bucket, remaining=min(bucket.limit, bucket.remaining + 1)))
+            new[kind] = _entry(replace(bucket, remaining=min(bucket.limit, bucket.remaining + 1)))
     return new
 
 
