@@ -7,6 +7,8 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bpsync.ingest import IngestError, check_file
 from bpsync.ingest.readings.assign_meters import MeterCatalog, MeterInfo
@@ -173,3 +175,99 @@ def test_suggest_the_wizard_and_the_import_agree(tmp_path: Path) -> None:
     assert _in_file(table.headers, ("Usage (kWh)",))
     assert find_column(table.headers, ("Usage (kWh)",)) is not None
     assert not _in_file(table.headers, ("Demand (kW)",))
+
+
+# -- the property: generated exports are stored exactly or refused, never stored wrong ----------
+
+HEADERS = {
+    "meter": ["Meter Number", "Meter ID", "Meter", "Meter No"],
+    "start": ["Start Date", "Service Start", "Period From", "Bill Start", "From Date"],
+    "end": ["End Date", "Service End", "Period To", "Bill End", "Through"],
+    "read": ["Read Date", "Meter Read Date", "Reading Date"],
+    "days": ["Days", "Number of Days", "Days In Bill", "Billing Days"],
+    "usage": ["Usage", "Consumption", "Total Usage", "Quantity"],
+    "unit": ["Unit", "Units", "UOM"],
+    "cost": ["Cost", "Amount", "Total Charges", "Charge"],
+    "extra": ["Notes", "Account Number", "Tariff", "Average Temperature"],
+}
+FORMATS = {"iso": "%Y-%m-%d", "mdy": "%m/%d/%Y", "dmy": "%d/%m/%Y", "mon": "%d-%b-%Y"}
+
+
+@st.composite
+def exports(draw: st.DrawFn) -> tuple[str, list[tuple]]:
+    shape = draw(st.sampled_from(["start_end", "end_days", "read_days"]))
+    fmt = FORMATS[draw(st.sampled_from(sorted(FORMATS)))]
+    unit_in = draw(st.sampled_from(["column", "header", "none"]))
+    with_cost = draw(st.booleans())
+    with_extra = draw(st.booleans())
+    names = {k: draw(st.sampled_from(v)) for k, v in HEADERS.items()}
+    start = D(2024, draw(st.integers(1, 12)), draw(st.integers(1, 28)))
+    bills = []
+    for _ in range(draw(st.integers(1, 5))):
+        days = draw(st.integers(27, 35))
+        end = start + dt.timedelta(days=days - 1)
+        usage = draw(st.integers(0, 99_999))
+        cost = draw(st.integers(0, 999_999)) / 100
+        bills.append((start, end, days, usage, cost))
+        start = end + dt.timedelta(days=1)
+    columns: list[tuple[str, object]] = [("meter", names["meter"])]
+    if shape == "start_end":
+        columns += [("start", names["start"]), ("end", names["end"])]
+    else:
+        columns += [
+            (
+                "end" if shape == "end_days" else "read",
+                names["end" if shape == "end_days" else "read"],
+            ),
+            ("days", names["days"]),
+        ]
+    usage_header = names["usage"] + (" (kWh)" if unit_in == "header" else "")
+    columns.append(("usage", usage_header))
+    if unit_in == "column":
+        columns.append(("unit", names["unit"]))
+    if with_cost:
+        columns.append(("cost", names["cost"]))
+    if with_extra:
+        columns.append(("extra", names["extra"]))
+    order = draw(st.permutations(range(len(columns))))
+    columns = [columns[i] for i in order]
+    lines = [",".join(str(h) for _, h in columns)]
+    for s, e, days, usage, cost in bills:
+        cell = {
+            "meter": "E-1",
+            "start": s.strftime(fmt),
+            "end": e.strftime(fmt),
+            "read": e.strftime(fmt),
+            "days": str(days),
+            "usage": str(usage),
+            "unit": "kWh",
+            "cost": f"${cost:.2f}",
+            "extra": "x",
+        }
+        lines.append(",".join(cell[k] for k, _ in columns))
+    expected = [
+        ("mtr_1", s, e, float(usage), cost if with_cost else None) for s, e, _, usage, cost in bills
+    ]
+    return "\n".join(lines) + "\n", expected
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(exports())
+def test_generated_exports_are_stored_exactly_or_refused(case: tuple[str, list[tuple]]) -> None:
+    import tempfile
+
+    text, expected = case
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bills.csv"
+        path.write_text(text)
+        try:
+            _prepared, result = check_file(
+                path, catalog=catalog(("mtr_1", "electricity", "kWh", "E-1")), today=D(2026, 1, 1)
+            )
+        except IngestError as exc:
+            assert exc.code in ("no_template", "ambiguous_dates"), exc
+            return
+    got = sorted(
+        (c.meter_id, c.start, c.end, c.consumption, c.cost) for c in result.all_candidates()
+    )
+    assert got == expected, text
