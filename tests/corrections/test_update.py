@@ -65,6 +65,8 @@ async def test_corrections_of_value_cost_and_demand(service, org, tmp_path):
     assert plain.exit_code == NOT_APPLIED
     assert f"bpsync import {path.name} --update" in plain.as_dict()["next_steps"][-1]
     assert stored(service, org, m) == before
+    repeat = await run(service, org, path)  # the same file again: a no-op that still says so
+    assert repeat.status == "no-op" and repeat.exit_code == NOT_APPLIED
 
     created_before = len(events(service, "meter.reading.created"))
     updated_before = len(events(service, "benchmark.updated"))
