@@ -146,3 +146,76 @@ def test_eversource_read_dates_and_days_with_cr_line_ends(org: Org) -> None:
     body = org.import_json(str(copy), "--meter", meter)
     assert body["accepted"] == len(expected) == 36
     assert org.stored(meter) == expected
+
+
+def fnsb_bills(path: Path) -> dict[str, list[tuple]]:
+    """Set 2 file 9 by its PROVENANCE: one bill per service and From/Thru; the usage line's
+    quantity (not the kW demand lines, whose Units are kW or blank with a demand item); Thru is
+    the next bill's From, so the inclusive end is a day earlier; the cost is the sum of the
+    bill's lines; the sewer service restates the water gallons and is not expected."""
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        lines = list(csv.DictReader(f))
+    bills: dict[tuple[str, str, str], dict] = {}
+    for line in lines:
+        key = (line["Service Name"], line["From"], line["Thru"])
+        bill = bills.setdefault(key, {"usage": None, "cost": 0.0})
+        bill["cost"] += float(line["Cost"] or 0)
+        demand = line["Units"] == "kW" or (
+            not line["Units"]
+            and ("KW" in line["Item Description"] or "demand" in line["Item Description"])
+        )
+        if line["Usage"] and not demand:
+            bill["usage"] = float(line["Usage"])
+    out: dict[str, list[tuple]] = {}
+    for (service, start, thru), bill in bills.items():
+        if service == "Sewer" or bill["usage"] is None:
+            continue
+        out.setdefault(service, []).append(
+            (
+                _date(start),
+                _date(thru) - dt.timedelta(days=1),
+                bill["usage"],
+                round(bill["cost"], 2),
+            )
+        )
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_energy_accounting_line_items_become_bills(org: Org) -> None:
+    """Fairbanks North Star Borough's export: a line per charge, usage on usage lines only, kW
+    demand lines (some with blank Units), sewer billed on the water gallons, Thru = next From,
+    missing bills. Meters are named by service in a building named by the site."""
+    expected = fnsb_bills(real_path("set2/ExampleDataExport.csv"))
+    assert {k: len(v) for k, v in expected.items()} == {
+        "Natural Gas": 78,
+        "Electricity": 78,
+        "Water": 79,
+    }
+    with org.api() as api:
+        site = api.post(
+            f"/v1/properties/{org.property_id}/buildings",
+            json={"name": "FNSB-Animal Control", "primary_use_type": "office", "gfa_m2": 900,
+                  "year_built": 1980, "floors": 1},
+        ).json()["data"]["id"]  # fmt: skip
+        meters = {}
+        for name, type_, unit in (
+            ("Electricity", "electricity", "kWh"),
+            ("Natural Gas", "natural_gas", "ccf"),
+            ("Water", "water", "gallons"),
+        ):
+            r = api.post(
+                f"/v1/buildings/{site}/meters", json={"type": type_, "unit": unit, "name": name}
+            )
+            assert r.status_code == 201, r.text
+            meters[name] = r.json()["data"]["id"]
+    copy = org.copy("set2/ExampleDataExport.csv")
+    dry = org.bpsync("import", str(copy), "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    out = " ".join(dry.output.split())
+    assert "1,310 lines read as 235 bills" in out
+    assert "958 charge lines" in out and "38 demand lines" in out
+    assert "left out: 'Sewer' (159 lines), whose usage restates 'Water'" in out
+    body = org.import_json(str(copy))
+    assert body["accepted"] == 235 and body["rejected"] == 0
+    for service, meter in meters.items():
+        assert org.stored(meter, site) == expected[service], service

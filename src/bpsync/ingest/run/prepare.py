@@ -33,6 +33,7 @@ from bpsync.ingest.understand.columns import resolve_columns, unused_columns
 from bpsync.ingest.understand.evidence import Plan, plan_table
 from bpsync.ingest.understand.infer import INFERRED_NAMES, infer_template, inferred_note, undecided
 from bpsync.ingest.understand.intervals import recognise_intervals
+from bpsync.ingest.understand.line_items import recognise_line_items
 from bpsync.ingest.understand.templates import (
     Template,
     list_templates,
@@ -137,7 +138,7 @@ def choose_template(
     if match is None:
         # No template names this layout: an interval export is read as days; otherwise the
         # columns are inferred from headers and values together (issue 27).
-        recognised = recognise_intervals(table, meter=meter)
+        recognised = recognise_intervals(table, meter=meter) or recognise_line_items(table)
         if recognised is not None:
             return recognised
         inference = infer_template(table, meter=meter, meter_unit=_meter_unit(catalog, meter))

@@ -431,7 +431,8 @@ def _wide_months(
 
 
 # Names an inferred template goes by in the journal: re-reading the file infers it again.
-INFERRED_NAMES = frozenset({INFERRED})
+# (The interval and line-item readers' own names too: their tables are built, not found.)
+INFERRED_NAMES = frozenset({INFERRED, "interval_days", "bill_line_items"})
 
 
 def inferred_note(inference: Inference) -> str:
