@@ -84,6 +84,25 @@ def test_ambiguous_dates_with_no_deciding_period_are_refused(tmp_path: Path) -> 
         check_file(path, catalog=catalog(("mtr_1", "electricity", "kWh", "E-1")))
 
 
+def test_date_order_given_reads_what_nothing_in_the_file_decides(tmp_path: Path) -> None:
+    """`--date-order DMY` (or a folder's `date_order`) reads 01/02 as 1 February; a value that
+    proves the other order still wins, and the notes say so."""
+    path = tmp_path / "both.csv"
+    path.write_text("Service Start,Service End,Usage,Meter Number\n01/02/2026,03/02/2026,1,E-1\n")
+    cat = catalog(("mtr_1", "electricity", "kWh", "E-1"))
+    prepared, result = check_file(path, catalog=cat, date_order="DMY", today=D(2026, 11, 20))
+    got = [(c.start, c.end) for c in result.all_candidates()]
+    assert got == [(D(2026, 2, 1), D(2026, 2, 3))]
+    assert "dates such as 03/04 read day-first where the file does not say" in " ".join(
+        prepared.notes
+    )
+    proof = tmp_path / "proof.csv"
+    proof.write_text("Service Start,Service End,Usage,Meter Number\n01/02/2026,01/28/2026,1,E-1\n")
+    prepared, result = check_file(proof, catalog=cat, date_order="DMY", today=D(2026, 11, 20))
+    assert [(c.start, c.end) for c in result.all_candidates()] == [(D(2026, 1, 2), D(2026, 1, 28))]
+    assert "is month-first" in " ".join(prepared.notes)
+
+
 def test_a_wide_sheet_of_months_is_recognised(tmp_path: Path) -> None:
     """One row per meter, one column per month, no template signature: read as months."""
     path = tmp_path / "wide.csv"

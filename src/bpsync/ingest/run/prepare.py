@@ -12,11 +12,13 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bpsync.ingest.cells.columnar import distinct, factorize, first_present
+from bpsync.ingest.cells.dates import DateOrder
 from bpsync.ingest.cells.values import cell_text, is_blank, parse_header
 from bpsync.ingest.checks.collected import Collected, MeterSet, StoredReading, ValidationResult
 from bpsync.ingest.checks.validate import validate
@@ -58,6 +60,27 @@ class Prepared:
 
 
 def choose_template(
+    path: str | Path,
+    template: str | Template | None = "auto",
+    *,
+    date_order: DateOrder | None = None,
+    **options: Any,
+) -> tuple[Table, Template]:
+    """Open the file and pick its template (`_choose_template`); `date_order` ("DMY" or "MDY",
+    from `--date-order` or a folder's setting) reads dates such as 03/04 that way where nothing
+    in the file proves the order (a value that does prove it still wins, and the dry run says
+    so)."""
+    table, chosen = _choose_template(path, template, **options)
+    if date_order and chosen.format != "greenbutton":
+        chosen = replace(chosen, date_order=date_order)
+        name = "day-first" if date_order == "DMY" else "month-first"
+        table.notes.append(
+            f"dates such as 03/04 read {name} where the file does not say (--date-order)"
+        )
+    return table, chosen
+
+
+def _choose_template(
     path: str | Path,
     template: str | Template | None = "auto",
     *,
@@ -230,6 +253,7 @@ def prepare(
     encoding: str | None = None,
     delimiter: str | None = None,
     meter: str | None = None,
+    date_order: DateOrder | None = None,
 ) -> Prepared:
     """Read, map and normalise a file into per-meter readings and row problems (no network).
     `catalog` may be a function giving it, called when meters are first resolved (after the
@@ -244,6 +268,7 @@ def prepare(
         delimiter=delimiter,
         meter=meter,
         catalog=catalog,
+        date_order=date_order,
     )
     plan = plan_table(table, t)
     collected = collect_table(table, plan, catalog)
@@ -346,6 +371,7 @@ def check_file(
     sheet: str | None = None,
     include_hidden: bool = False,
     meter: str | None = None,
+    date_order: DateOrder | None = None,
 ) -> tuple[Prepared, ValidationResult]:
     """`prepare` + `check` in one call (offline checks, tests, `--dry-run` without a server)."""
     prepared = prepare(
@@ -356,6 +382,7 @@ def check_file(
         sheet=sheet,
         include_hidden=include_hidden,
         meter=meter,
+        date_order=date_order,
     )
     return prepared, check(prepared, existing=existing, today=today)
 
