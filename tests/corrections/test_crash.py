@@ -86,12 +86,15 @@ async def test_killed_at_each_step_then_resume(service, org, tmp_path, step):
         trail = Trail(journal).groups(import_id)
         statuses = [o.status for olds in trail.values() for o in olds]
     # Each old reading was marked in the journal before its DELETE went out.
-    assert statuses == {
-        "before the delete": ["deleting", "planned"],
-        "between the deletes": ["deleting", "planned"],
-        "between delete and post": ["deleted", "deleting"],
-        "after the post": ["deleted", "deleted"],
-    }[step]
+    assert (
+        statuses
+        == {
+            "before the delete": ["deleting", "planned"],
+            "between the deletes": ["deleting", "planned"],
+            "between delete and post": ["deleted", "deleting"],
+            "after the post": ["deleted", "deleted"],
+        }[step]
+    )
 
     resumed = await run(service, org, path, update=True, resume=True)
     assert resumed.status == "complete" and resumed.pending == 0, resumed
@@ -101,4 +104,3 @@ async def test_killed_at_each_step_then_resume(service, org, tmp_path, step):
     assert sorted(t["status"] for t in trail) == ["deleted", "deleted"]
     assert all(t["new"][0]["status"] == "accepted" for t in trail)
     assert (await run(service, org, path, update=True)).status == "no-op"
-

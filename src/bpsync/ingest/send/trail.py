@@ -11,10 +11,12 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bpsync.ingest.send.import_records import now
-from bpsync.ingest.send.journal import Journal
+
+if TYPE_CHECKING:  # the journal hands itself over (Journal.replacements): no import cycle
+    from bpsync.ingest.send.journal import Journal
 
 # planned → deleting → deleted; refused (the service would not delete it: a locked period);
 # restored (deleted, then put back because another reading of its group was refused).
