@@ -60,7 +60,7 @@ async def _holdings(client: AsyncServiceClient, register: Register) -> _Held:
     props = [
         p.model_dump(mode="json") for p in await client.properties.list(per_page=PER_PAGE).to_list()
     ]
-    refs = {item.key[0] for item in register.properties}
+    refs = {item.key[0] for item in (*register.properties, *register.meters)}
     wanted = [p for p in props if p.get("internal_ref") in refs]
     lists = await gather_limited(
         client.buildings.list(p["id"], per_page=PER_PAGE).to_list() for p in wanted

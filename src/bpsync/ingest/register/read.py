@@ -12,192 +12,58 @@ Sheets (found by name, case-insensitive; title rows above the header are fine):
 - Meters: Property Ref*, Building Name*, Meter Name*, Meter Type*, Unit*, Utility Meter Number,
   PM Meter ID, Provider
 
-Portfolio Manager's own Properties + Meters export has no Buildings sheet. Then (and only when the
-Properties sheet carries PM's floor-area column) each PM property becomes one building named after
-the property, with PM's floor area converted from ft², PM's year built, and floors from a Floors
-column (PM exports none and the service requires it: without one the row is refused, never
-guessed). Meters attach by their Portfolio Manager Property ID; an id not on the Properties sheet
-is refused row by row. The dry run states this rule (`Register.rules`).
+Portfolio Manager's own workbooks are registers too (column names in `sheets.py`):
+- Its Properties + Meters export, and its "My Portfolio" and single-property downloads (sheet
+  `Properties` or `Property`, the property id under "Portfolio Manager ID", the floor area under
+  "Gross Floor Area" with its unit per row in "GFA Units"): no Buildings sheet, so each PM property
+  becomes one building named after the property, with PM's floor area in m², PM's year built, and
+  floors from a Floors column. PM exports no floors and the service requires them: the export
+  with "Property GFA - Self-Reported" refuses each row without them (decisions F11); the downloads
+  create the building with 1 floor, a placeholder the dry run states, never sent as an update to
+  a building the service already holds. Meters attach by their Portfolio Manager property id; an
+  id not on the Properties sheet is refused row by row. The dry run states these rules.
+- Its "Create Meters" upload template (sheets `Create Meters (Energy)`, `(Water)`…, no Properties
+  sheet): meters only, each for the PM property its "Portfolio Manager ID" names, put in the
+  building the service holds for the property with that internal_ref (`Register.meters_only`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from bpsync.ingest.cells.units import METER_TYPES, canonical_unit, lookup_meter_type
-from bpsync.ingest.cells.values import Header, NumberError, cell_text, is_blank, parse_number
 from bpsync.ingest.problems import IngestError, Problem, Where
-from bpsync.ingest.readers import Table, list_sheets, read_xlsx
-from bpsync.ingest.register.pm_types import pm_use_type
-from bpsync.ingest.understand.templates import AmbiguousColumn, find_column
+from bpsync.ingest.readers import list_sheets
+from bpsync.ingest.register.sheets import (
+    _COUNTRY_NAMES,
+    _PM_FLOOR_AREA,
+    _REQUIRED_PM_METERS,
+    _SHEETS,
+    GFA_TOLERANCE,
+    Register,
+    RegisterItem,
+    _area_m2,
+    _Bad,
+    _choice,
+    _in_sqft,
+    _number,
+    _problem,
+    _read_sheet,
+    _rows,
+    _Sheet,
+    _text,
+    _use_type,
+)
 from bpsync.vocab import COUNTRY_CODES, USE_TYPES
 
-SQFT_PER_M2 = 10.7639
-GFA_TOLERANCE = 0.01  # D13: use type areas must sum to gfa_m2 within 0.01 m²
+__all__ = ["Register", "RegisterItem", "read_register"]
 
-_SHEETS = {
-    "properties": ("properties", "property"),
-    "buildings": ("buildings", "building"),
-    "use_types": ("use types", "use_types", "usetypes", "building use types"),
-    "meters": ("meters", "meter"),
-}
-_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
-    "properties": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "internal_ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
-        "name": ("Property Name", "Name"),
-        "street": ("Street", "Address", "Street Address", "Address 1"),
-        "city": ("City", "City/Municipality"),
-        "state": ("State", "State/Province", "County", "Region"),
-        "postal_code": ("Postal Code", "Postcode", "ZIP", "ZIP Code"),
-        "country": ("Country", "Country Code"),
-        # first name the file has wins: the owner's own choice before PM's calculated type
-        "type": (
-            "Property Type",
-            "Type",
-            "Primary Property Type - Self Selected",
-            "Primary Property Type - EPA Calculated",
-            "Primary Property Type - Portfolio Manager-Calculated",
-        ),
-        # only read for a Portfolio Manager export without a Buildings sheet
-        "gfa": (
-            "Property GFA - Self-Reported (ft²)",
-            "Property GFA - Self-Reported (m²)",
-            "Property GFA - Self-Reported",
-        ),
-        "year_built": ("Year Built",),
-        "floors": ("Floors", "Number of Floors"),
-        "occupancy_pct": ("Occupancy", "Occupancy (%)", "Occupancy %"),
-    },
-    "buildings": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
-        "name": ("Building Name", "Building"),
-        "primary_use_type": ("Primary Use Type", "Primary Use"),
-        "gfa": ("Gross Floor Area", "GFA", "Floor Area"),
-        "year_built": ("Year Built",),
-        "floors": ("Floors", "Number of Floors"),
-        "occupancy_pct": ("Occupancy", "Occupancy (%)", "Occupancy %"),
-        "operating_hours_week": (
-            "Operating Hours / Week",
-            "Operating Hours per Week",
-            "Weekly Hours",
-        ),
-    },
-    "use_types": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
-        "building": ("Building Name", "Building"),
-        "type": ("Use Type",),
-        "gfa": ("Floor Area", "Gross Floor Area", "GFA"),
-    },
-    "meters": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
-        "building": ("Building Name", "Building"),
-        "name": ("Meter Name", "Meter"),
-        "type": ("Meter Type", "Type"),
-        "unit": ("Unit", "Units", "Usage Units"),
-        "utility_ref": ("Utility Meter Number", "Meter Number", "Utility Meter No."),
-        "pm_ref": ("PM Meter ID", "Portfolio Manager Meter ID"),
-        "provider": ("Provider", "Utility"),
-    },
-}
-_REQUIRED = {
-    "properties": ("ref", "name", "street", "city", "country", "type"),
-    "buildings": ("ref", "name", "primary_use_type", "gfa", "year_built", "floors"),
-    "use_types": ("ref", "building", "type", "gfa"),
-    "meters": ("ref", "building", "name", "type", "unit"),
-}
-# A Portfolio Manager export: one building per property, so meters name no building.
-_REQUIRED_PM_METERS = ("ref", "name", "type", "unit")
-_PM_FLOOR_AREA = "Property GFA - Self-Reported (ft²)"
-# Country names Portfolio Manager writes (it serves the United States and Canada).
-_COUNTRY_NAMES = {
-    "UNITED STATES": "US",
-    "UNITED STATES OF AMERICA": "US",
-    "USA": "US",
-    "CANADA": "CA",
-}
-
-
-@dataclass(frozen=True)
-class RegisterItem:
-    """One thing to create or update: `key` is its idempotency key, `payload` its create body."""
-
-    kind: Literal["property", "building", "meter"]
-    key: tuple[str, ...]
-    payload: dict[str, Any]
-    where: Where
-
-
-@dataclass
-class Register:
-    properties: list[RegisterItem] = field(default_factory=list)
-    buildings: list[RegisterItem] = field(default_factory=list)
-    meters: list[RegisterItem] = field(default_factory=list)
-    # external reference (utility meter number, PM meter id) → meter key (ref, building, meter)
-    meter_links: dict[str, tuple[str, str, str]] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # choices the reader made by a documented rule; the CLI prints them with the plan
-    rules: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not any(p.is_error for p in self.problems)
-
-
-class _Sheet:
-    """One register sheet's rows with their cells looked up by field."""
-
-    def __init__(self, table: Table, kind: str, required: Sequence[str] | None = None) -> None:
-        self.table = table
-        self.cols: dict[str, Header] = {}
-        for fld, names in _COLUMNS[kind].items():
-            try:
-                h = find_column(table.headers, names)
-            except AmbiguousColumn as exc:
-                raise IngestError(
-                    str(exc),
-                    where=Where(table.file, table.sheet, table.header_row),
-                    code="ambiguous_column",
-                ) from None
-            if h is not None:
-                self.cols[fld] = h
-        needed = _REQUIRED[kind] if required is None else required
-        missing = [_COLUMNS[kind][f][0] for f in needed if f not in self.cols]
-        if missing:
-            raise IngestError(
-                f"sheet {table.sheet!r} lacks the column(s) {', '.join(missing)}",
-                where=Where(table.file, table.sheet, table.header_row),
-                code="register_columns",
-            )
+_CREATE_METERS = "create meters"
+# The service requires a building's floors; PM's downloads have none (see the module's docstring).
+PLACEHOLDER_FLOORS = 1
 
 
 def _find_sheet(path: Path, kind: str, sheets: list[tuple[str, str]]) -> str | None:
@@ -212,6 +78,8 @@ def read_register(path: str | Path) -> Register:
     reg = Register()
     titles = {kind: _find_sheet(path, kind, sheets) for kind in _SHEETS}
     if titles["properties"] is None:
+        if any(t.strip().casefold().startswith(_CREATE_METERS) for t, _ in sheets):
+            return _read_create_meters(path, sheets)
         raise _missing_sheet(path, "properties", sheets)
     properties_table = _read_sheet(path, titles["properties"], "properties", reg)
     pm_export = titles["buildings"] is None and "gfa" in properties_table.cols
@@ -219,14 +87,25 @@ def read_register(path: str | Path) -> Register:
         raise _missing_sheet(path, "buildings", sheets)
     properties = _properties(properties_table, reg)
     if pm_export:
+        cols = properties_table.cols
         reg.rules.append(
             f"no Buildings sheet: each Portfolio Manager property on {properties_table.table.sheet!r} "
-            f"becomes one building named after the property, floor area from "
-            f"{properties_table.cols['gfa'].text!r}"
-            + (" converted to m² (÷ 10.7639)" if _in_sqft(properties_table.cols["gfa"]) else "")
+            f"becomes one building named after the property, floor area from {cols['gfa'].text!r}"
+            + (
+                f" in the unit of its {cols['gfa_units'].text!r} cell, ft² converted to m² (÷ 10.7639)"
+                if "gfa_units" in cols
+                else (" converted to m² (÷ 10.7639)" if _in_sqft(cols["gfa"]) else "")
+            )
             + "; meters attach by Portfolio Manager Property ID"
         )
-        buildings = _buildings_from_pm_properties(properties_table, reg, properties)
+        placeholder = "floors" not in cols and "gfa_units" in cols
+        if placeholder:
+            reg.rules.append(
+                "Portfolio Manager exports no number of floors, which the service requires: each "
+                f"new building is created with {PLACEHOLDER_FLOORS} floor as a placeholder (add a "
+                "'Floors' column to set it); a building the service already holds keeps its own"
+            )
+        buildings = _buildings_from_pm_properties(properties_table, reg, properties, placeholder)
     else:
         buildings = _buildings(
             _read_sheet(path, titles["buildings"] or "", "buildings", reg), reg, properties
@@ -242,11 +121,32 @@ def read_register(path: str | Path) -> Register:
     return reg
 
 
+def _read_create_meters(path: Path, sheets: list[tuple[str, str]]) -> Register:
+    """PM's "Create Meters" upload template: meters only, on its visible Create Meters sheets
+    (the template hides the kinds of meter it was not made for, and they are empty)."""
+    reg = Register(meters_only=True)
+    seen: dict[tuple[str, str, str], RegisterItem] = {}
+    for title, state in sheets:
+        if not title.strip().casefold().startswith(_CREATE_METERS):
+            continue
+        if state != "visible":
+            reg.notes.append(f"hidden sheet {title!r} not read")
+            continue
+        sheet = _read_sheet(path, title, "meters", reg, _REQUIRED_PM_METERS)
+        _meters(sheet, reg, {}, meters_only=True, seen=seen)
+    reg.rules.append(
+        "no Properties sheet: Portfolio Manager's Create Meters template; each meter goes into "
+        "the building of the property whose internal ref is its Portfolio Manager ID (the "
+        "property must be in the service already, with one building)"
+    )
+    return reg
+
+
 def _missing_sheet(path: Path, kind: str, sheets: list[tuple[str, str]]) -> IngestError:
     hint = (
-        f" (or a Portfolio Manager Properties sheet with {_PM_FLOOR_AREA!r})"
+        f" (or a Portfolio Manager Properties sheet with {_PM_FLOOR_AREA!r} or 'Gross Floor Area')"
         if kind == "buildings"
-        else ""
+        else " (or Portfolio Manager's 'Create Meters' sheets)"
     )
     return IngestError(
         f"the register needs a {kind.title()!r} sheet{hint}; sheets: "
@@ -254,118 +154,6 @@ def _missing_sheet(path: Path, kind: str, sheets: list[tuple[str, str]]) -> Inge
         where=Where(path.name),
         code="register_sheets",
     )
-
-
-def _read_sheet(
-    path: Path, title: str, kind: str, reg: Register, required: Sequence[str] | None = None
-) -> _Sheet:
-    expected = {n.casefold() for names in _COLUMNS[kind].values() for n in names}
-    table = read_xlsx(path, sheet=title, expected=expected)
-    reg.notes.append(table.describe())
-    if kind == "properties":
-        # the building columns on a Properties sheet are optional unless it stands in for them
-        required = _REQUIRED["properties"]
-    return _Sheet(table, kind, required)
-
-
-def _rows(sheet: _Sheet) -> Any:
-    for row in sheet.table.rows():
-        values = {
-            f: (row.cells[h.index] if h.index < len(row.cells) else None)
-            for f, h in sheet.cols.items()
-        }
-        yield row, values
-
-
-class _Bad(Exception):
-    def __init__(self, fld: str, reason: str, value: object = None):
-        self.fld, self.reason, self.value = fld, reason, value
-
-
-def _problem(sheet: _Sheet, row: Any, err: _Bad, code: str = "register_invalid") -> Problem:
-    h = sheet.cols.get(err.fld)
-    where = sheet.table.where(row.number, h)
-    return Problem(
-        code,
-        err.reason,
-        where,
-        value=None if err.value is None else cell_text(err.value),
-        row_values=tuple(cell_text(c) for c in row.cells),
-    )
-
-
-def _text(values: Mapping[str, object], fld: str, required: bool) -> str | None:
-    value = values.get(fld)
-    if is_blank(value):
-        if required:
-            raise _Bad(fld, f"{fld.replace('_', ' ')} is required")
-        return None
-    return " ".join(cell_text(value).split())
-
-
-def _number(
-    values: Mapping[str, object],
-    fld: str,
-    required: bool,
-    lo: float,
-    hi: float,
-    *,
-    integer: bool = False,
-) -> float | None:
-    value = values.get(fld)
-    try:
-        number = parse_number(value)
-    except NumberError as exc:
-        raise _Bad(fld, f"{fld.replace('_', ' ')} is not a number ({exc})", value) from None
-    if number is None:
-        if required:
-            raise _Bad(fld, f"{fld.replace('_', ' ')} is required")
-        return None
-    if integer and number != int(number):
-        raise _Bad(fld, f"{fld.replace('_', ' ')} must be a whole number", value)
-    if not lo <= number <= hi or (lo == 0 and fld == "gfa" and number <= 0):
-        raise _Bad(fld, f"{fld.replace('_', ' ')} must be between {lo:g} and {hi:g}", value)
-    return int(number) if integer else number
-
-
-def _choice(values: Mapping[str, object], fld: str, options: Sequence[str]) -> str:
-    text = _text(values, fld, True) or ""
-    folded = text.casefold().replace(" ", "_").replace("-", "_")
-    if folded == "data_center":
-        folded = "data_centre"
-    if folded not in options:
-        raise _Bad(fld, f"{text!r} is not one of: {', '.join(options)}", text)
-    return folded
-
-
-def _use_type(values: Mapping[str, object], fld: str) -> str:
-    """One of the service's use types; Portfolio Manager's property type names ("K-12 School",
-    "Multifamily Housing") are translated by a fixed table (pm_types.py), never guessed."""
-    try:
-        return _choice(values, fld, USE_TYPES)
-    except _Bad:
-        known = pm_use_type(_text(values, fld, True) or "")
-        if known is None:
-            raise
-        return known
-
-
-def _in_sqft(h: Header) -> bool:
-    text = h.text.casefold()
-    return "ft" in text or "sf" in text.split()
-
-
-def _area_m2(sheet: _Sheet, values: Mapping[str, object]) -> float:
-    area = _number(values, "gfa", True, 0, 1e9)
-    assert area is not None
-    if _in_sqft(sheet.cols["gfa"]):
-        area = area / SQFT_PER_M2
-    area = round(area, 2)
-    if not 0 < area <= 1e8:
-        raise _Bad(
-            "gfa", "the floor area must be above 0 and at most 100,000,000 m²", values.get("gfa")
-        )
-    return area
 
 
 def _properties(sheet: _Sheet, reg: Register) -> dict[str, RegisterItem]:
@@ -453,17 +241,21 @@ def _building_payload(sheet: _Sheet, v: Mapping[str, Any], name: str, use: Any) 
 
 
 def _buildings_from_pm_properties(
-    sheet: _Sheet, reg: Register, properties: Mapping[str, RegisterItem]
+    sheet: _Sheet, reg: Register, properties: Mapping[str, RegisterItem], placeholder: bool
 ) -> dict[tuple[str, str], RegisterItem]:
-    """One building per Portfolio Manager property (the export has no Buildings sheet)."""
+    """One building per Portfolio Manager property (the export has no Buildings sheet); without
+    a Floors column, `placeholder` floors or the row refused (see the module's docstring)."""
     out: dict[tuple[str, str], RegisterItem] = {}
     for row, v in _rows(sheet):
         ref = _text(v, "ref", False) or ""
         prop = properties.get(ref)
         if prop is None or prop.where.row != row.number:
             continue  # the property row itself was refused (or is a duplicate): already reported
+        defaulted: tuple[str, ...] = ()
+        if "floors" not in sheet.cols and placeholder:
+            v, defaulted = {**v, "floors": PLACEHOLDER_FLOORS}, ("floors",)
         try:
-            if "floors" not in sheet.cols:
+            if "floors" not in sheet.cols and not placeholder:
                 raise _Bad(
                     "gfa",
                     "the service needs each building's number of floors, which Portfolio "
@@ -475,7 +267,7 @@ def _buildings_from_pm_properties(
             reg.problems.append(_problem(sheet, row, err))
             continue
         out[(ref, name.casefold())] = RegisterItem(
-            "building", (ref, name), payload, sheet.table.where(row.number)
+            "building", (ref, name), payload, sheet.table.where(row.number), defaulted
         )
     reg.buildings = list(out.values())
     return out
@@ -534,13 +326,17 @@ def _meters(
     buildings: Mapping[tuple[str, str], RegisterItem],
     *,
     pm_export: bool = False,
+    meters_only: bool = False,
+    seen: dict[tuple[str, str, str], RegisterItem] | None = None,
 ) -> None:
-    seen: dict[tuple[str, str, str], RegisterItem] = {}
+    seen = {} if seen is None else seen
     by_property = {key[0]: b.key[1] for key, b in buildings.items()}
     for row, v in _rows(sheet):
         try:
             ref = _text(v, "ref", True) or ""
-            if pm_export:
+            if meters_only:
+                building = ""  # the property's building in the service (plan_changes)
+            elif pm_export:
                 if ref not in by_property:
                     raise _Bad(
                         "ref",
@@ -551,7 +347,7 @@ def _meters(
                 building = by_property[ref]
             else:
                 building = _text(v, "building", True) or ""
-            if (ref, building.casefold()) not in buildings:
+            if not meters_only and (ref, building.casefold()) not in buildings:
                 raise _Bad(
                     "building",
                     f"no building {building!r} in property {ref!r} on the Buildings sheet",
@@ -560,16 +356,24 @@ def _meters(
             name = _text(v, "name", True) or ""
             pm_ref = _text(v, "pm_ref", False)
             taken = {(k[0], k[1].casefold(), k[2].casefold()) for k in seen}
-            if (ref, building.casefold(), name.casefold()) in taken and pm_ref:
-                # PM allows two meters of one name in a property; its meter id tells them apart.
+            # PM allows two meters of one name in a property: its meter id tells them apart,
+            # or in the Create Meters template (no ids yet) their meter type.
+            apart = f"PM {pm_ref}" if pm_ref else (_text(v, "type", False) if meters_only else None)
+            if (ref, building.casefold(), name.casefold()) in taken and apart:
+                where = building or f"property {ref}"
                 reg.rules.append(
-                    f"two meters named {name!r} in {building!r}: the second is named "
-                    f"{name + f' (PM {pm_ref})'!r} after its Portfolio Manager meter id"
+                    f"two meters named {name!r} in {where!r}: the second is named "
+                    f"{name + f' ({apart})'!r} after its "
+                    + ("Portfolio Manager meter id" if pm_ref else "meter type")
                 )
-                name = f"{name} (PM {pm_ref})"
+                name = f"{name} ({apart})"
             key = (ref, building, name)
             if (ref, building.casefold(), name.casefold()) in taken:
-                raise _Bad("name", f"meter {name!r} appears twice in {building!r}", name)
+                raise _Bad(
+                    "name",
+                    f"meter {name!r} appears twice in {building or 'property ' + ref!r}",
+                    name,
+                )
             try:
                 mtype = _choice(v, "type", METER_TYPES)
             except _Bad:  # Portfolio Manager's names: "Electric - Grid", "Natural Gas"
