@@ -7,7 +7,9 @@ that every unit and factor the service knows is the same here. Factors and their
   million Btu, as Portfolio Manager labels it ("MBtu (million Btu)").
 - Volume: 1 US gallon = 3.785411784 L, 1 ft³ = 0.028316846592 m³, 1 imperial gallon = 4.54609 L
   (exact definitions); ccf/hcf = 100 ft³, kcf and Mcf = 1,000 ft³ (the gas industry's Roman M),
-  "MCF (million cubic feet)" as Portfolio Manager spells it = 10⁶ ft³; kGal = 1,000 US gallons.
+  "MCF (million cubic feet)" as Portfolio Manager spells it = 10⁶ ft³; kGal = 1,000 US gallons,
+  cGal = 100 and MGal = 10⁶ (US, or imperial where PM's label says "(UK)"); kcm = 1,000 m³;
+  1 yd³ = 0.764554857984 m³.
 - Mass: 1 lb = 0.45359237 kg; 1 short ton = 2,000 lb; "klbs" and "Mlbs" = 1,000 lb, as the service
   reads them; a label saying "million pounds" = 10⁶ lb.
 - Carrier heat contents (only to convert a physical quantity into an energy meter, or back), the same
@@ -81,6 +83,13 @@ _UNITS: dict[str, Unit] = {
         Unit("gallons", "volume", LITRES_PER_US_GALLON / 1000),
         Unit("gallons_uk", "volume", 4.54609 / 1000),
         Unit("kgal", "volume", LITRES_PER_US_GALLON),
+        Unit("cgal", "volume", LITRES_PER_US_GALLON / 10),
+        Unit("Mgal", "volume", 1000 * LITRES_PER_US_GALLON),
+        Unit("kgal_uk", "volume", 4.54609),
+        Unit("cgal_uk", "volume", 4.54609 / 10),
+        Unit("Mgal_uk", "volume", 4546.09),
+        Unit("kcm", "volume", 1000.0),
+        Unit("cubic_yards", "volume", 0.764554857984),
         Unit("cf", "volume", M3_PER_CF),
         Unit("ccf", "volume", 100 * M3_PER_CF),
         Unit("kcf", "volume", 1000 * M3_PER_CF),
@@ -173,6 +182,26 @@ _ALIASES: dict[str, str] = {
     "thousand gallons": "kgal",
     "kgal (thousand gallons) (us)": "kgal",
     "kgal (thousand gallons)": "kgal",
+    # Portfolio Manager's water units, as its upload templates list them: a "(UK)" label is the
+    # imperial gallon, and must not fall back to the US unit before its bracket
+    "kgal (thousand gallons) (uk)": "kgal_uk",
+    "cgal": "cgal",
+    "hundred gallons": "cgal",
+    "cgal (hundred gallons)": "cgal",
+    "cgal (hundred gallons) (us)": "cgal",
+    "cgal (hundred gallons) (uk)": "cgal_uk",
+    "mgal": "Mgal",
+    "million gallons": "Mgal",
+    "mgal (million gallons)": "Mgal",
+    "mgal (million gallons) (us)": "Mgal",
+    "mgal (million gallons) (uk)": "Mgal_uk",
+    "kcm": "kcm",
+    "kcm (thousand cubic meters)": "kcm",
+    "thousand cubic meters": "kcm",
+    "lilters": "litres",  # sic: PM's Add Bills template lists propane in "Lilters"
+    "cubic yards": "cubic_yards",
+    "cu yd": "cubic_yards",
+    "yd3": "cubic_yards",
     "cf": "cf",
     "ft3": "cf",
     "cu ft": "cf",
@@ -352,7 +381,11 @@ def known_units() -> tuple[str, ...]:
 
 # Portfolio Manager's meter type names (and this service's own) → the service's meter type. Keys
 # are casefolded prefixes; the longest matching prefix wins ("electric - solar" over "electric").
-_METER_TYPE_PREFIXES: dict[str, str] = {
+# None: a kind PM has and the service does not (wind, wood, coal, kerosene…); such a row is refused,
+# never put in the nearest type. PM's names across its exports and templates, old and new: "Electric
+# - Grid", "Electricity - Grid Purchase"; water as "Potable Indoor" (2015 downloads and the Create
+# Meters template) or "Municipally Supplied Potable Water - Indoor" (the Add Bills template).
+_METER_TYPE_PREFIXES: dict[str, str | None] = {
     **{t.replace("_", " "): t for t in METER_TYPES},
     **{t: t for t in METER_TYPES},
     "electric": "electricity",
@@ -360,9 +393,13 @@ _METER_TYPE_PREFIXES: dict[str, str] = {
     "electric - solar": "solar",
     "electric on site solar": "solar",
     "electricity - grid": "electricity",
+    "electricity - on-site solar": "solar",
+    "electric - wind": None,
+    "electricity - on-site wind": None,
     "gas": "natural_gas",
     "natural gas": "natural_gas",
     "propane": "lpg",
+    "liquid propane": "lpg",
     "fuel oil": "fuel_oil",
     "diesel": "diesel",
     "district steam": "steam",
@@ -370,20 +407,31 @@ _METER_TYPE_PREFIXES: dict[str, str] = {
     "district chilled water": "district_cooling",
     "municipally supplied": "water",
     "potable water": "water",
+    "potable": "water",
+    "reclaimed": "water",
     "well water": "water",
     "reclaimed water": "water",
+    "alternative water generated on-site": "water",
+    "other indoor": "water",
+    "other outdoor": "water",
+    "other: mixed indoor/outdoor": "water",
+    "other - indoor": "water",
+    "other -indoor": "water",
+    "other - outdoor": "water",
+    "other - all": "water",
     "water": "water",
 }
 
 
 def lookup_meter_type(text: str) -> str | None:
     """The service meter type a file's "Meter Type" cell names, or None when it names none this
-    tool knows ("Electric - Grid" → electricity, "Municipally Supplied Potable Water - Mixed
-    Indoor/Outdoor" → water, "Natural Gas" → natural_gas)."""
+    tool knows or one the service lacks ("Electric - Grid" → electricity, "Potable Indoor" and
+    "Municipally Supplied Potable Water - Mixed Indoor/Outdoor" → water, "Natural Gas" →
+    natural_gas, "Electric - Wind" → None)."""
     folded = " ".join(str(text).split()).casefold()
-    best = None
+    best: tuple[str, str | None] | None = None
     for prefix, mtype in _METER_TYPE_PREFIXES.items():
-        if (folded == prefix or folded.startswith((prefix + " ", prefix + "-"))) and (
+        if (folded == prefix or folded.startswith((prefix + " ", prefix + "-", prefix + ":"))) and (
             best is None or len(prefix) > len(best[0])
         ):
             best = (prefix, mtype)
