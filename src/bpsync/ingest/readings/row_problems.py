@@ -1,6 +1,9 @@
 """The problems of one chunk's rows, each with its place as the user sees it and the row's own
-cells (for the reject report), and the rows that are not readings: total rows, and rows whose
-"skip if filled" column says the source already holds the entry."""
+cells (for the reject report), and the rows that are not readings, each skipped with a notice
+that says why: total rows; rows whose "skip if filled" column says the source already holds the
+entry (PM's Meter Consumption ID); rows of a long layout with no dates, usage or cost at all
+(an upload template's blank row, its meter columns pre-filled); and rows whose usage is Portfolio
+Manager's "Not Available" with no cost (a report's month without data)."""
 
 from __future__ import annotations
 
@@ -71,8 +74,11 @@ class RowProblems:
             if is_total_row([chunk.cell(j, pos) for j in range(3)]):
                 self.add(pos, -1, "total_row", "skipped a total row", None, None, severity="notice")
                 self.active[pos] = False
-        if not skip_if_filled:
-            return
+        if skip_if_filled:
+            self._skip_filled(r, skip_if_filled)
+        self._skip_without_entry(r)
+
+    def _skip_filled(self, r: ColumnReader, skip_if_filled: list[Header]) -> None:
         first = np.full(self.n, -1, dtype=np.int64)
         for k, h in enumerate(skip_if_filled):
             filled = ~blank_mask(r.raw(h), self.text, r.fac(h))
@@ -90,3 +96,61 @@ class RowProblems:
                 severity="notice",
             )
             self.active[pos] = False
+
+    def _skip_without_entry(self, r: ColumnReader) -> None:
+        """Rows of a long layout that state no reading: no dates, usage or cost (a blank row of an
+        upload template whose meter columns came pre-filled), or, in a report by calendar month,
+        a month with neither usage nor cost (PM writes "Not Available", which reads as empty).
+        Neither is an error; both are said. A bill row with its dates but no usage stays an
+        error: that is a reading someone left unfinished."""
+        usage = r.f.get("consumption")
+        if usage is None:
+            return
+        blank = {
+            k: blank_mask(r.raw(r.f[k]), self.text, r.fac(r.f[k]))
+            for k in _ENTRY_FIELDS
+            if k in r.f
+        }
+        empty = self.active.copy()
+        for mask in blank.values():
+            empty &= mask
+        for pos in np.flatnonzero(empty):
+            self.add(
+                pos,
+                -1,
+                "no_entry",
+                "the row has no dates, usage or cost: a blank row of the template, nothing to "
+                "import",
+                None,
+                None,
+                severity="notice",
+            )
+        self.active &= ~empty
+        if "month" not in blank:
+            return
+        no_usage = self.active & blank["consumption"] & blank.get("cost", True)
+        for pos in np.flatnonzero(no_usage):
+            self.add(
+                pos,
+                -1,
+                "no_usage",
+                f"{usage.label} is empty or 'Not Available': the report holds no reading for "
+                "this month",
+                usage,
+                None,
+                severity="notice",
+            )
+        self.active &= ~no_usage
+
+
+# The cells that make a row a reading; a long-layout row with all of them blank states none.
+_ENTRY_FIELDS = (
+    "start_date",
+    "end_date",
+    "bill_date",
+    "month",
+    "days",
+    "consumption",
+    "cost",
+    "demand",
+)
