@@ -8,6 +8,7 @@ import pytest
 
 from bpsync.ingest import IngestError, check_file
 from bpsync.ingest.readers.greenbutton import dst_rule_datetime, read_green_button
+from bpsync.ingest.readers.greenbutton_time import parse_offset
 
 BASE = "https://u.example/espi/1_1/resource/Subscription/1"
 
@@ -122,3 +123,27 @@ def test_not_xml_and_no_readings_are_refused(tmp_path):
     empty.write_text(feed([]))
     with pytest.raises(IngestError, match="no interval readings"):
         read_green_button(empty)
+
+
+def test_unreadable_intervals_and_clocks_are_named_not_tracebacks(tmp_path):
+    far = tmp_path / "far.xml"
+    far.write_text(feed([(10**15, 3600, 5, ""), (1717214400, 0, 5, "")]))
+    with pytest.raises(IngestError) as err:
+        read_green_button(far)
+    assert (
+        "ignored 1 usage point 1: interval readings whose start is not between 1900 and 2200"
+        in (str(err.value))
+    )
+    assert "duration is not between 1 second and 400 days (e.g. 0)" in str(err.value)
+    clock = tmp_path / "clock.xml"
+    clock.write_text(feed(hourly(dt.datetime(2024, 6, 1), 24, -4)).replace("-18000", "-1800000"))
+    with pytest.raises(IngestError, match="LocalTimeParameters: tzOffset -1800000"):
+        read_green_button(clock)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("-0500", -18000), ("-05:00", -18000), ("+0530", 19800), ("Z", 0), ("Eastern", None)],
+)
+def test_offsets_written_on_readings(text, seconds):
+    assert parse_offset(text) == seconds

@@ -29,14 +29,21 @@ from typing import Literal
 from bpsync.ingest.cells.values import Header, parse_header
 from bpsync.ingest.problems import IngestError, Problem, Where
 from bpsync.ingest.readers.base import Row, Table
+from bpsync.ingest.readers.greenbutton_feed import (
+    COST_SCALE,
+    Feed,
+    MeterReading,
+    Point,
+    Summary,
+    label_of,
+    left_out,
+    read_feed,
+)
 from bpsync.ingest.readers.greenbutton_links import (
-    Linked,
-    Node,
     child,
     entries,
     integer,
     local_name,
-    named,
     parent_of,
     text,
 )
@@ -65,37 +72,7 @@ COLUMNS = (
     "Estimated",
     "Intervals",
 )
-# ESPI uom codes (IEC 61968-9) → (unit, factor from the base unit into it).
-_UOM = {
-    72: ("kWh", 1e-3),  # Wh
-    169: ("therms", 1.0),
-    42: ("m3", 1.0),
-    119: ("cf", 1.0),
-    128: ("gallons", 1.0),
-    130: ("gallons_uk", 1.0),
-    134: ("litres", 1.0),
-    31: ("MJ", 1e-6),  # J
-    132: ("kBtu", 1e-3),  # BTU
-}
-# Quantities a meter records that are not consumption (IEC 61968-9 uom codes).
-_NOT_CONSUMPTION_UOM = {
-    38: "demand in W",
-    61: "apparent power in VA",
-    63: "reactive power in VAr",
-    71: "apparent energy in VAh",
-    73: "reactive energy in VArh",
-}
-# ESPI FlowDirectionKind: 0 not applicable and 1 forward (delivered) are what the site consumed.
-_CONSUMPTION_FLOW = {None, 0, 1}
-_FLOW = {
-    4: "net: delivered minus received",
-    19: "received: energy the site sent to the grid",
-    20: "total: delivered plus received",
-}
-_SERVICE = {0: "electricity", 1: "natural_gas", 2: "water", 4: "district_heating"}
-_CURRENCY = {840: "USD", 124: "CAD", 978: "EUR", 826: "GBP", 36: "AUD", 554: "NZD", 756: "CHF"}
 _ESTIMATED_QUALITY = {8, 9}  # estimated using a reference day / by linear interpolation
-_COST_SCALE = 100_000  # ESPI costs are in hundred-thousandths of the currency unit
 _LONGEST_DAY = 90_000  # 25 hours: an interval no longer than this belongs to the day it starts
 
 
@@ -117,195 +94,17 @@ class _Bucket:
 
 
 @dataclass
-class _Point:
-    key: int  # feed order: two usage points may share an id in different paths
-    label: str  # its id in the feed (`UsagePoint/<id>`)
-    title: str | None = None
-    service: str | None = None
-    readings: int = 0  # MeterReadings that belong to it
-    clock: LocalTime | None = None  # its LocalTimeParameters
-    summaries: list[_Summary] = field(default_factory=list)
-    empty_summaries: int = 0
-
-
-@dataclass
-class _ReadingType:
-    name: str  # `ReadingType/<id>` for messages
-    unit: str | None
-    scale: float
-    power: int
-    currency: str | None
-    uom: int | None
-    flow: int | None
-
-
-@dataclass
-class _MeterReading:
-    label: str
-    point: _Point | None
-    reading_type: _ReadingType | None
-
-
-@dataclass
-class _Summary:
-    start: int
-    duration: int
-    consumption: float | None
-    unit: str | None
-    cost: float | None
-    currency: str | None
-
-
-@dataclass
 class _Series:
     """The intervals of one consumption MeterReading, by local day (and whole, when longer)."""
 
-    point: _Point
-    reading: _MeterReading
+    point: Point
+    reading: MeterReading
     unit: str
     currency: str | None
     days: dict[dt.date, _Bucket] = field(default_factory=dict)
     spans: list[tuple[dt.date, dt.date, _Bucket]] = field(default_factory=list)
     offsets: Counter[int] = field(default_factory=Counter)
     intervals: int = 0
-
-
-def _label(reading: _MeterReading) -> str:
-    point = reading.point
-    where = f"usage point {point.label}" if point else "a MeterReading of no usage point"
-    return where + (f", meter reading {reading.label}" if point and point.readings > 1 else "")
-
-
-def _reading_type(name: str, body: ET.Element) -> _ReadingType:
-    uom = integer(body, "uom")
-    power = integer(body, "powerOfTenMultiplier", 0) or 0
-    unit, factor = _UOM.get(uom if uom is not None else -1, (None, 1.0))
-    currency = _CURRENCY.get(integer(body, "currency", -1) or -1)
-    flow = integer(body, "flowDirection")
-    return _ReadingType(name, unit, factor * 10.0**power, power, currency, uom, flow)
-
-
-def _summary(body: ET.Element) -> _Summary | None:
-    period = child(body, "billingPeriod")
-    start, duration = integer(period, "start"), integer(period, "duration")
-    if start is None or not duration:
-        return None
-    consumption = unit = None
-    overall = child(body, "overallConsumptionLastPeriod")
-    value = integer(overall, "value")
-    if overall is not None and value is not None:
-        u, factor = _UOM.get(integer(overall, "uom", -1) or -1, (None, 1.0))
-        power = integer(overall, "powerOfTenMultiplier", 0) or 0
-        if u is not None:
-            consumption, unit = value * factor * 10.0**power, u
-    bill = integer(body, "billLastPeriod")
-    cost = bill / _COST_SCALE if bill is not None else None
-    currency = _CURRENCY.get(integer(body, "currency", -1) or -1)
-    return _Summary(start, duration, consumption, unit, cost, currency)
-
-
-def _ltp(body: ET.Element) -> LocalTime:
-    def rule(name: str) -> int:
-        try:
-            return int(text(body, name) or "FFFFFFFF", 16)
-        except ValueError:
-            return 0xFFFFFFFF
-
-    return LocalTime(
-        tz_offset=integer(body, "tzOffset", 0) or 0,
-        dst_offset=integer(body, "dstOffset", 0) or 0,
-        dst_start=rule("dstStartRule"),
-        dst_end=rule("dstEndRule"),
-    )
-
-
-@dataclass
-class _Feed:
-    """Pass 1: everything but the intervals, tied together by the entries' links."""
-
-    points: list[Linked[_Point]]
-    readings: list[Linked[_MeterReading]]
-    ltps: list[Linked[LocalTime]]
-
-
-def _read_feed(path: Path, name: str) -> _Feed:
-    points: list[Linked[_Point]] = []
-    readings: list[Node] = []
-    types: list[Linked[_ReadingType]] = []
-    ltps: list[Linked[LocalTime]] = []
-    summaries: list[tuple[Node, _Summary | None]] = []
-    found = False
-    for order, (entry, bodies, links) in enumerate(entries(path, name)):
-        found = True
-        title = (entry.findtext("{http://www.w3.org/2005/Atom}title") or "").strip() or None
-        kinds = {local_name(b.tag): b for b in bodies}
-        if not bodies and (links.ident("UsageSummary") or links.ident("ElectricPowerUsageSummary")):
-            summaries.append((Node("UsageSummary", links, title, order), None))  # empty content
-        for kind, body in kinds.items():
-            node = Node(kind, links, title, order)
-            if kind == "UsagePoint":
-                service = _SERVICE.get(integer(child(body, "ServiceCategory"), "kind", -1) or -1)
-                label = links.ident("UsagePoint") or str(len(points) + 1)
-                points.append(Linked(node, _Point(order, label, title, service)))
-            elif kind == "LocalTimeParameters":
-                ltps.append(Linked(node, _ltp(body)))
-            elif kind == "ReadingType":
-                rt_id = links.ident("ReadingType")
-                rt_name = f"ReadingType/{rt_id}" if rt_id else "ReadingType"
-                types.append(Linked(node, _reading_type(rt_name, body)))
-            elif kind == "MeterReading":
-                readings.append(node)
-            elif kind in ("UsageSummary", "ElectricPowerUsageSummary"):
-                summaries.append((node, _summary(body)))
-    if not found:
-        raise IngestError("no Atom entries: this is not a Green Button file", where=Where(name))
-    for p in points:
-        linked = named(p.node.links.related, ltps, "LocalTimeParameters")
-        linked = linked or (ltps[0] if len(ltps) == 1 else None)
-        p.value.clock = linked.value if linked else None
-    for node, summary in summaries:
-        owner = parent_of(node.links, points, "UsagePoint")
-        if owner is None:
-            continue
-        if summary is None:
-            owner.value.empty_summaries += 1
-        else:
-            owner.value.summaries.append(summary)
-    out: list[Linked[_MeterReading]] = []
-    for node in sorted(readings, key=lambda n: n.order):
-        owner = parent_of(node.links, points, "UsagePoint")
-        rt = named(node.links.related, types, "ReadingType")
-        label = node.links.ident("MeterReading") or str(len(out) + 1)
-        if owner is not None:
-            owner.value.readings += 1
-        out.append(
-            Linked(
-                node,
-                _MeterReading(label, owner.value if owner else None, rt.value if rt else None),
-            )
-        )
-    return _Feed(points, out, ltps)
-
-
-def _left_out(reading: _MeterReading) -> str | None:
-    """Why a MeterReading is not the meter's consumption, or None when it is."""
-    rt = reading.reading_type
-    if reading.point is None:
-        return "it belongs to no UsagePoint of the feed"
-    if rt is None:
-        return "it links no ReadingType, so its unit is unknown"
-    if rt.uom in _NOT_CONSUMPTION_UOM:
-        return f"{_NOT_CONSUMPTION_UOM[rt.uom]} (uom {rt.uom}, {rt.name}), not consumption"
-    if rt.unit is None:
-        return (
-            "its ReadingType "
-            + ("has no uom (unit of measure)" if rt.uom is None else f"has unit code {rt.uom}")
-            + f", which bpsync cannot convert ({rt.name})"
-        )
-    if rt.flow not in _CONSUMPTION_FLOW:
-        what = _FLOW.get(rt.flow, "not delivered energy")  # type: ignore[arg-type]
-        return f"flowDirection {rt.flow} ({what}), not consumption"
-    return None
 
 
 @dataclass
@@ -321,7 +120,7 @@ class _Intervals:
     utc: int = 0  # readings read as UTC (no zone, offset or LocalTimeParameters)
 
 
-def _read_intervals(path: Path, name: str, feed: _Feed, zone: LocalTime | None) -> _Intervals:
+def _read_intervals(path: Path, name: str, feed: Feed, zone: LocalTime | None) -> _Intervals:
     out = _Intervals()
     fixed: dict[int, LocalTime] = {}
     for _entry, bodies, links in entries(path, name):
@@ -330,8 +129,8 @@ def _read_intervals(path: Path, name: str, feed: _Feed, zone: LocalTime | None) 
             continue
         owner = parent_of(links, feed.readings, "MeterReading")
         reading = owner.value if owner else None
-        why = _left_out(reading) if reading else "an IntervalBlock linked to no MeterReading"
-        label = _label(reading) if reading else "the feed"
+        why = left_out(reading) if reading else "an IntervalBlock linked to no MeterReading"
+        label = label_of(reading) if reading else "the feed"
         series = None
         if why is None and owner is not None and reading is not None and reading.point:
             rt = reading.reading_type
@@ -350,14 +149,11 @@ def _read_intervals(path: Path, name: str, feed: _Feed, zone: LocalTime | None) 
                 if series is None:  # every reading of a left-out MeterReading is counted there
                     key = f"{label}: {why}"
                     out.left_out[key] = out.left_out.get(key, 0) + 1
-                if start is None or not duration or value is None:
-                    what = "start" if start is None else "duration" if not duration else "value"
-                    raw = text(iv, "value") if what == "value" else text(period, what)
-                    out.dropped[
-                        f"{label}: interval readings whose {what} is "
-                        + ("missing" if raw is None else f"not a whole number (e.g. {raw!r})")
-                    ] += 1
+                bad = _bad_field(iv, period, start, duration, value)
+                if bad is not None:
+                    out.dropped[f"{label}: interval readings whose {bad}"] += 1
                     continue
+                assert start is not None and duration is not None and value is not None
                 if series is None:
                     continue
                 inner = text(iv, "powerOfTenMultiplier")
@@ -382,6 +178,33 @@ def _read_intervals(path: Path, name: str, feed: _Feed, zone: LocalTime | None) 
 
 
 _UTC = LocalTime()
+# 1900-01-01 .. 2200-01-01 UTC: instants a reading's date can be (and datetime can add offsets to)
+_EPOCHS = range(-2_208_988_800, 7_258_118_400)
+_LONGEST = 400 * 86400  # an interval longer than this is no reading period
+
+
+def _bad_field(
+    iv: ET.Element,
+    period: ET.Element | None,
+    start: int | None,
+    duration: int | None,
+    value: int | None,
+) -> str | None:
+    """What makes an IntervalReading unreadable (its start, duration or value), or None."""
+    for what, number, raw in (
+        ("start", start, text(period, "start")),
+        ("duration", duration, text(period, "duration")),
+        ("value", value, text(iv, "value")),
+    ):
+        if number is None:
+            return f"{what} is " + (
+                "missing" if raw is None else f"not a whole number (e.g. {raw!r})"
+            )
+    if start not in _EPOCHS:
+        return f"start is not between 1900 and 2200 (e.g. {start})"
+    if not 0 < duration <= _LONGEST:  # type: ignore[operator]
+        return f"duration is not between 1 second and 400 days (e.g. {duration})"
+    return None
 
 
 def _count(n: int) -> str:
@@ -394,7 +217,7 @@ def _add(
     rt = series.reading.reading_type
     assert rt is not None
     cost_raw = integer(iv, "cost")
-    cost = cost_raw / _COST_SCALE if cost_raw is not None else None
+    cost = cost_raw / COST_SCALE if cost_raw is not None else None
     estimated = integer(child(iv, "ReadingQuality"), "quality") in _ESTIMATED_QUALITY
     amount = value * rt.scale
     series.intervals += 1
@@ -431,7 +254,7 @@ def _choose(found: _Intervals) -> tuple[list[_Series], list[str]]:
         for s in members:
             if s is not best:
                 notes.append(
-                    f"ignored {_label(s.reading)} ({s.intervals} interval readings): a second "
+                    f"ignored {label_of(s.reading)} ({s.intervals} interval readings): a second "
                     f"delivered {s.unit} reading of the usage point; meter reading "
                     f"{best.reading.label} ({best.intervals}) was imported, and both would count "
                     "the energy twice"
@@ -439,7 +262,7 @@ def _choose(found: _Intervals) -> tuple[list[_Series], list[str]]:
     return kept, notes
 
 
-def _time_notes(found: _Intervals, kept: list[_Series], feed: _Feed) -> list[str]:
+def _time_notes(found: _Intervals, kept: list[_Series], feed: Feed) -> list[str]:
     notes = []
     offsets = sorted({o for s in kept for o in s.offsets})
     if offsets:
@@ -486,7 +309,7 @@ def read_green_button(
             zone = LocalTime(zone=zoneinfo.ZoneInfo(timezone))
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             raise IngestError(f"unknown time zone {timezone!r}", where=Where(name)) from None
-    feed = _read_feed(path, name)
+    feed = read_feed(path, name)
     found = _read_intervals(path, name, feed, zone)
     kept, chosen = _choose(found)
     notes = _time_notes(found, kept, feed)
@@ -514,7 +337,7 @@ def read_green_button(
             readings.extend(_group(s, periods, clock))
         if s.spans:
             notes.append(
-                f"{len(s.spans)} interval readings of {_label(s.reading)} cover more than a day "
+                f"{len(s.spans)} interval readings of {label_of(s.reading)} cover more than a day "
                 "each (bills): each is one reading, its boundaries snapped to local midnight"
             )
         readings += [_Reading(s, first, last, b, True) for first, last, b in s.spans]
@@ -616,7 +439,7 @@ def _rows(
     return rows, problems
 
 
-def _billing_periods(summaries: list[_Summary], clock: LocalTime) -> list[tuple[dt.date, dt.date]]:
+def _billing_periods(summaries: list[Summary], clock: LocalTime) -> list[tuple[dt.date, dt.date]]:
     return sorted({period_days(clock, s.start, s.duration) for s in summaries})
 
 
