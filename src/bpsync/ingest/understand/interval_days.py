@@ -174,6 +174,24 @@ class Accumulator:
         day.signatures[tuple(signature)] += 1
         day.rows += 1
 
+    def row_streams(self, row: Row) -> list[int]:
+        """The streams a row has values in (as `read` counted them), without counting it."""
+        s = self.shape
+        if s.kind == "wide":
+            filled = any(not is_blank(_cell(row, i)) for i, _ in s.slots)
+            return [self._ids[(-1, "", "")]] if filled and (-1, "", "") in self._ids else []
+        register = _cell(row, s.register)
+        out = []
+        for col in s.values:
+            if is_blank(_cell(row, col.index)):
+                continue
+            unit = _cell(row, col.unit_index) if col.unit_index is not None else ""
+            unit = "" if unit in _PLACEHOLDERS else unit
+            sid = self._ids.get((col.index, register, unit or (col.header_unit or "")))
+            if sid is not None:
+                out.append(sid)
+        return out
+
     def _estimated(self, status: str) -> bool:
         flag = self._statuses.get(status)
         if flag is None:

@@ -182,9 +182,11 @@ class Report:
             f"rows read {total:,}: {used:,} used, {sum(left.values()):,} left out "
             f"(reasons above), {refused:,} refused (problems below)"
         )
-        self._problems(days)
+        self._problems(choices)
 
-    def _problems(self, days: dict[tuple[str, dt.date], Day]) -> None:
+    def _problems(self, choices: dict[str, Choice]) -> None:
+        """The refused rows' problems, with their cells for the reject report: each row refused
+        itself, and every row of a refused day that the day's sum would have used."""
         refusals = {r.row: r for r in self.acc.refusals}
         refused_days = self.refused_days
         if not refusals and not refused_days:
@@ -200,13 +202,18 @@ class Report:
         acc = self.acc
         for row in self.table.rows():
             mine = refusals.get(row.number)
-            cells = tuple(cell_text(c) for c in row.cells)
             if mine is not None:
+                cells = tuple(cell_text(c) for c in row.cells)
                 self.problems.append(_problem(self, mine, cells))
                 continue
             key = _row_day(acc, row, calendar)
             if key is None or key not in refused_days:
                 continue
+            choice = choices[key[0]]
+            wanted = choice.used.union(*choice.alternatives.values())
+            if not any(sid in wanted for sid in acc.row_streams(row)):
+                continue  # left out anyway (injection, a restating unit): not refused
+            cells = tuple(cell_text(c) for c in row.cells)
             self.problems.append(
                 Problem(
                     "interval_day_refused",
