@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from bpsync.ingest.understand.intervals import recognise_intervals
 from bpsync.ingest.understand.line_items import recognise_line_items
 from bpsync.ingest.understand.templates import (
     Template,
+    TemplateError,
     list_templates,
     load_template,
     match_reason,
@@ -71,6 +73,8 @@ def choose_template(
     in the file proves the order (a value that does prove it still wins, and the dry run says
     so)."""
     table, chosen = _choose_template(path, template, **options)
+    if date_order is None and is_reject_report([h.text for h in table.headers]):
+        date_order = _order_of_source(Path(path), template, options)
     if date_order and chosen.format != "greenbutton":
         chosen = replace(chosen, date_order=date_order)
         name = "day-first" if date_order == "DMY" else "month-first"
@@ -78,6 +82,25 @@ def choose_template(
             f"dates such as 03/04 read {name} where the file does not say (--date-order)"
         )
     return table, chosen
+
+
+def _order_of_source(
+    report: Path, template: str | Template | None, options: dict[str, Any]
+) -> DateOrder | None:
+    """The date order decided for the file a reject report came from (`bills.rejects.csv` →
+    `bills.*` beside it): the refused rows alone may hold no date that proves it."""
+    stem = report.name.rsplit(".rejects.", 1)[0]
+    if stem == report.name:
+        return None
+    for source in sorted(report.parent.glob(f"{glob_escape(stem)}.*")):
+        if source == report or ".rejects." in source.name:
+            continue
+        try:
+            table, t = _choose_template(source, template, **options)
+            return plan_table(table, t).order
+        except (IngestError, OSError, TemplateError):
+            continue
+    return None
 
 
 def _choose_template(

@@ -16,23 +16,28 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bpsync.ingest.cells.dates import _parse_text, looks_like_month
 from bpsync.ingest.cells.units import lookup_unit
 from bpsync.ingest.cells.values import Header, cell_text, header_key, is_blank, parse_number
 from bpsync.ingest.problems import IngestError, Where
-from bpsync.ingest.readers.base import Table
 from bpsync.ingest.understand.templates import (
-    SYNONYMS,
     MeterBy,
     MeterSpec,
     Suggestion,
     Template,
     TemplateError,
     _check_fields,
-    _is_register_column,
+)
+from bpsync.ingest.understand.vocabulary import (
+    SYNONYMS,
+    is_register_column,
     meter_rank,
 )
+
+if TYPE_CHECKING:
+    from bpsync.ingest.readers.base import Table
 
 # Rows looked at to profile the columns: enough to see every column's kind in a bill export.
 SAMPLE_ROWS = 500
@@ -185,7 +190,7 @@ def _header_fields(h: Header) -> list[str]:
         # "Usage Qty", "Consumtion": close to a name a field goes by (the values decide).
         close = difflib.get_close_matches(h.key, list(_VOCABULARY), n=3, cutoff=0.8)
         found = list(dict.fromkeys(_VOCABULARY[c] for c in close if _VOCABULARY[c] != "month"))
-    if ("consumption" in found or "meter" in found) and _is_register_column(h):
+    if ("consumption" in found or "meter" in found) and is_register_column(h):
         return []
     return found
 

@@ -20,6 +20,12 @@ import tomli_w
 from bpsync.ingest.cells.dates import DateOrder, looks_like_month
 from bpsync.ingest.cells.values import Header, header_key, parse_header
 from bpsync.ingest.problems import IngestError
+from bpsync.ingest.understand.vocabulary import (
+    METER_RANK,
+    SYNONYMS,
+    is_register_column,
+    meter_rank,
+)
 from bpsync.paths import package_dir
 
 Layout = Literal["long", "wide_meters", "wide_months"]
@@ -198,31 +204,20 @@ def _names(value: Any, where: str, template: str) -> tuple[str, ...]:
     raise TemplateError(f"{where} must be a column name or a list of names", template=template)
 
 
+# Every top-level key a template file may hold.
+_TEMPLATE_KEYS = frozenset(
+    (
+        *("name", "description", "format", "layout", "meter", "columns", "fixed", "sheet"),
+        *("skip_rows", "date_order", "date_format", "decimal", "end_date", "signature"),
+        *("estimated_values", "exclude_columns", "aggregate", "timezone", "skip_if_filled"),
+    )
+)
+
+
 def template_from_dict(data: Mapping[str, Any], *, path: Path | None = None) -> Template:
     """Build and check a template; raises TemplateError naming the bad key."""
     name = str(data.get("name") or (path.stem if path else ""))
-    allowed = {
-        "name",
-        "description",
-        "format",
-        "layout",
-        "meter",
-        "columns",
-        "fixed",
-        "sheet",
-        "skip_rows",
-        "date_order",
-        "date_format",
-        "decimal",
-        "end_date",
-        "estimated_values",
-        "exclude_columns",
-        "signature",
-        "aggregate",
-        "timezone",
-        "skip_if_filled",
-    }
-    unknown = sorted(set(data) - allowed)
+    unknown = sorted(set(data) - _TEMPLATE_KEYS)
     if unknown:
         raise TemplateError(f"unknown key(s) {', '.join(unknown)}", template=name)
     if not _NAME.match(name):
@@ -501,72 +496,6 @@ def match_template(
     return best
 
 
-# Names people give each field (plus every shipped template's own names).
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "meter": (
-        "meter",
-        "meter id",
-        "meter number",
-        "meter no",
-        "meter ref",
-        "meter reference",
-        "portfolio manager meter id",
-        "account",
-        "account number",
-        "mpan",
-        "mprn",
-        "supply number",
-    ),
-    "building": ("building", "building name", "site", "site name", "property", "property name"),
-    "meter_name": ("meter name", "meter description", "description"),
-    "start_date": (
-        "start date",
-        "start",
-        "from",
-        "period start",
-        "service start",
-        "from date",
-        "bill start",
-    ),
-    "end_date": (
-        "end date",
-        "end",
-        "to",
-        "period end",
-        "service end",
-        "to date",
-        "bill end",
-        "through",
-    ),
-    "bill_date": ("read date", "reading date", "bill date", "meter read date", "statement date"),
-    "days": ("days", "number of days", "no of days", "billing days", "days in period"),
-    "month": ("month", "billing month", "period", "usage month"),
-    "consumption": (
-        "consumption",
-        "usage",
-        "quantity",
-        "usage/quantity",
-        "kwh",
-        "use",
-        "total usage",
-        "volume",
-    ),
-    "unit": ("unit", "units", "usage units", "uom", "unit of measure"),
-    "cost": (
-        "cost",
-        "amount",
-        "total cost",
-        "charges",
-        "total charges",
-        "amount due",
-        "bill amount",
-    ),
-    "currency": ("currency", "currency code"),
-    "demand": ("demand", "demand kw", "peak demand", "max demand", "kw"),
-    "estimated": ("estimated", "estimation", "estimate", "read type", "actual/estimated"),
-}
-
-
 @dataclass(frozen=True)
 class Suggestion:
     template: Template
@@ -586,32 +515,6 @@ def _vocabulary(templates: Sequence[Template]) -> dict[str, list[str]]:
             vocab.setdefault(f, []).extend(header_key(n) for n in names)
         vocab["meter"].extend(header_key(n) for n in t.meter.column)
     return vocab
-
-
-# Meter columns, best first: the meter itself beats the account it is billed to.
-METER_RANK = (
-    ("meter number", "meter id", "meter no", "meter", "meter reference", "meter ref"),
-    ("portfolio manager meter id", "mpan", "mprn", "supply number", "ean", "ean code", "esiid"),
-    ("account number", "account", "account no", "service account"),
-)
-
-
-def meter_rank(h: Header) -> int:
-    """0 for a meter's own number, 1 for a supply point id, 2 for an account, 3 for neither."""
-    for rank, names in enumerate(METER_RANK):
-        if h.key in names or header_key(h.text) in names:
-            return rank
-    return len(METER_RANK)
-
-
-_REGISTER_WORDS = frozenset({"read", "reading", "reads", "readings", "register", "index", "dial"})
-
-
-def _is_register_column(h: Header) -> bool:
-    """ "Meter Read", "Current Reading", "Previous Index": a cumulative register value, not usage
-    and not the meter's id (a "Read Date" is a date and is judged elsewhere)."""
-    words = set(re.split(r"[^a-z0-9]+", h.key))
-    return bool(words & _REGISTER_WORDS) and not words & {"date", "day", "days"}
 
 
 def suggest_template(
@@ -637,14 +540,14 @@ def suggest_template(
             if fld is None and candidate.split():
                 # "Site Meter", "Total Usage": the last word alone may name the field
                 fld = next((f for w, f in flat if w == candidate.split()[-1]), None)
-            if fld in ("meter", "consumption") and _is_register_column(h):
+            if fld in ("meter", "consumption") and is_register_column(h):
                 continue  # a cumulative register read is neither the meter nor its usage
             if fld and fld not in matched:
                 matched[fld] = h
                 break
     if "meter" in matched:
         # The meter itself beats the account it is billed to, whatever the column order.
-        meters = [h for h in hs if meter_rank(h) < len(METER_RANK) and not _is_register_column(h)]
+        meters = [h for h in hs if meter_rank(h) < len(METER_RANK) and not is_register_column(h)]
         best = min(meters, key=meter_rank, default=matched["meter"])
         if meter_rank(best) < meter_rank(matched["meter"]) and best not in matched.values():
             matched["meter"] = best

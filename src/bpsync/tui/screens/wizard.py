@@ -40,7 +40,6 @@ from bpsync.ingest import (
     load_meter_map,
     match_template,
     save_template,
-    suggest_for_table,
 )
 from bpsync.paths import user_templates_dir
 from bpsync.tui.format import DASH
@@ -289,7 +288,10 @@ class FileStep(MappingStep):
             if match is not None:
                 template, missing = match.template, ()
             else:
-                # The import's own inference, so the wizard proposes what the import does.
+                # The import's own inference, so the wizard proposes what the import does
+                # (loaded here: it reads files, which the app's start must not pay for).
+                from bpsync.ingest import suggest_for_table
+
                 suggestion = suggest_for_table(table)
                 template, missing = suggestion.template, suggestion.missing
         except (IngestError, OSError, ValueError) as exc:
