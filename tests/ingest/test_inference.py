@@ -290,3 +290,25 @@ def test_generated_exports_are_stored_exactly_or_refused(case: tuple[str, list[t
         (c.meter_id, c.start, c.end, c.consumption, c.cost) for c in result.all_candidates()
     )
     assert got == expected, text
+
+
+def test_a_reject_report_keeps_the_date_order_of_its_source(tmp_path: Path) -> None:
+    """Issue 27 item 5: the refused rows alone (01/02-01/03) prove no order; the source file
+    beside the report (01/28 is month-first) does, so the report is read the same way."""
+    source = tmp_path / "bills.csv"
+    source.write_text(
+        "Service Start,Service End,Usage,Meter Number\n"
+        "01/02/2026,01/28/2026,1,E-1\n"
+        "01/02/2026,01/03/2026,x,E-1\n"
+    )
+    report = tmp_path / "bills.rejects.csv"
+    report.write_text(
+        "Service Start,Service End,Usage,Meter Number,Reason\n"
+        "01/02/2026,01/03/2026,2,E-1,row 3: not a number\n"
+    )
+    cat = catalog(("mtr_1", "electricity", "kWh", "E-1"))
+    _prepared, result = check_file(report, catalog=cat, today=D(2026, 11, 20))
+    assert [(c.start, c.end) for c in result.all_candidates()] == [(D(2026, 1, 2), D(2026, 1, 3))]
+    source.unlink()  # without its source, the report alone cannot say
+    with pytest.raises(IngestError, match="could be day-first or month-first"):
+        check_file(report, catalog=cat, today=D(2026, 11, 20))
