@@ -319,7 +319,8 @@ def test_cell_readers() -> None:
     assert split_stamp("10-01-2022") == ("10-01-2022", None)
     assert slot_minutes("23:45-24:00") == (1425, 1440)
     assert slot_minutes("Giorno") is None
-    dates, order = resolve_dates(["31/12/2024", "01/01/2025"])
+    dates, order, why = resolve_dates(["31/12/2024", "01/01/2025"])
+    assert why == "'31/12/2024' has a first number over 12"
     assert order == "DMY" and dates["01/01/2025"] == dt.date(2025, 1, 1)
 
 

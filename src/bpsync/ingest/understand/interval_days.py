@@ -75,7 +75,6 @@ class Accumulator:
         self.streams: dict[Stream, int] = {}
         self._ids: dict[tuple[int, str, str], int] = {}
         self._statuses: dict[str, bool] = {}
-        self.stream_rows: Counter[int] = Counter()
         self.dates: dict[str, None] = {}  # printed dates in order of first appearance
         self.refusals: list[Refusal] = []  # rows refused before they had a day
         self.rows_read = 0
@@ -220,7 +219,6 @@ class Accumulator:
             acc.repeats.append(minute)
         acc.seen |= bit
         acc.estimated += estimated
-        self.stream_rows[sid] += 1
 
     # -- wide: a row per day --------------------------------------------------------------------
 

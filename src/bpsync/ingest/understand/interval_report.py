@@ -176,7 +176,7 @@ class Report:
             if reason.startswith("rows with an empty value") and self.acc.empty_status:
                 statuses = ", ".join(repr(s) for s in self.acc.empty_status)
                 reason += f" (status {statuses}): nothing to add"
-            self.notes.append(f"left out: {reason} ({n:,} rows)")
+            self.notes.append(f"left out: {reason} ({n:,} row{'' if n == 1 else 's'})")
         total = self.acc.rows_read
         self.notes.append(
             f"rows read {total:,}: {used:,} used, {sum(left.values()):,} left out "
@@ -198,7 +198,7 @@ class Report:
                 f"{first.reason}). Nothing was imported from this file",
                 code="too_many_refused_rows",
             )
-        calendar, _ = resolve_dates(list(self.acc.dates))
+        calendar, _, _ = resolve_dates(list(self.acc.dates))
         acc = self.acc
         for row in self.table.rows():
             mine = refusals.get(row.number)

@@ -99,14 +99,15 @@ class DateOrderError(ValueError):
     """The dates do not say which is the day and which the month (the message says why)."""
 
 
-def resolve_dates(texts: Sequence[str]) -> tuple[dict[str, dt.date], str | None]:
+def resolve_dates(texts: Sequence[str]) -> tuple[dict[str, dt.date], str | None, str]:
     """Every printed date (in order of first appearance in the file) as a calendar date, and the
-    day/month order used ("DMY", "MDY" or None for ISO dates). The order is the one the dates
+    day/month order used ("DMY", "MDY" or None for ISO dates) and why. The order is the one the dates
     prove (a first number over 12 is a day, a second number over 12 a day), else the one under
     which the file's successive dates are one day apart most often. Raises DateOrderError when
     neither says, and ValueError naming a date that is no date."""
     numeric = [(t, p) for t in texts if (p := date_parts(t)) is not None and p[0] == "num"]
     order: str | None = None
+    why = ""
     if numeric:
         dmy = any(p[1] > 12 for _, p in numeric)
         mdy = any(p[2] > 12 for _, p in numeric)
@@ -118,8 +119,11 @@ def resolve_dates(texts: Sequence[str]) -> tuple[dict[str, dt.date], str | None]
             )
         if dmy or mdy:
             order = "DMY" if dmy else "MDY"
+            proof = next(t for t, p in numeric if p[1 if dmy else 2] > 12)
+            why = f"{proof!r} has {'a first' if dmy else 'a second'} number over 12"
         else:
             order = _order_by_sequence([p for _, p in numeric])
+            why = "the file's successive dates are a day apart read so"
     out: dict[str, dt.date] = {}
     for text in texts:
         parts = date_parts(text)
@@ -133,7 +137,7 @@ def resolve_dates(texts: Sequence[str]) -> tuple[dict[str, dt.date], str | None]
                 out[text] = dt.date(c, b, a) if order == "DMY" else dt.date(c, a, b)
         except ValueError:
             raise ValueError(text) from None
-    return out, order
+    return out, order, why
 
 
 def _order_by_sequence(parts: Sequence[tuple[str, int, int, int]]) -> str:

@@ -92,7 +92,7 @@ class _Build(Report):
 
     def _days(self) -> dict[tuple[str, dt.date], Day]:
         try:
-            calendar, order = resolve_dates(list(self.acc.dates))
+            calendar, order, why = resolve_dates(list(self.acc.dates))
         except DateOrderError as exc:
             raise self.fail(
                 f"cannot tell the day from the month: {exc}. Nothing was imported from this file",
@@ -102,9 +102,7 @@ class _Build(Report):
             raise self.fail(f"{str(exc)!r} is not a calendar date", code="bad_date") from None
         if order:
             self.notes.append(
-                f"dates read {'day' if order == 'DMY' else 'month'} first ({order}): "
-                + ("a first number over 12" if order == "DMY" else "a second number over 12")
-                + " or the dates' sequence shows it"
+                f"dates read {'day' if order == 'DMY' else 'month'} first ({order}): {why}"
             )
         days: dict[tuple[str, dt.date], Day] = {}
         for (meter, text, shift), day in self.acc.days.items():
