@@ -191,12 +191,9 @@ def _bad_field(
     value: int | None,
 ) -> str | None:
     """What makes an IntervalReading unreadable (its start, duration or value), or None."""
-    for what, number, raw in (
-        ("start", start, text(period, "start")),
-        ("duration", duration, text(period, "duration")),
-        ("value", value, text(iv, "value")),
-    ):
-        if number is None:
+    for what, number in (("start", start), ("duration", duration), ("value", value)):
+        if number is None:  # the raw text only for the message
+            raw = text(iv if what == "value" else period, what)
             return f"{what} is " + (
                 "missing" if raw is None else f"not a whole number (e.g. {raw!r})"
             )
