@@ -17,18 +17,20 @@ old readings or the new ones, never neither (rows are never dropped once the old
 never both (rows are sent only after their group's deletes). A reading the service refuses to
 delete (403 `building_locked`) rejects its group's rows with the service's reason; if another
 reading of that group had been deleted already (the lock moved during the import), it is put back
-with its old figures."""
+with its old figures. A group whose new readings start inside the building's locked period is
+refused before anything is deleted: the service deletes readings that end after the lock date but
+refuses new ones that start on or before it (decisions D23), so deleting first left neither."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from bpsync.client import errors as E
 from bpsync.client.service import AsyncServiceClient
-from bpsync.ingest.send.import_records import NewRow
+from bpsync.ingest.send.import_records import JournalRow, NewRow
 from bpsync.ingest.send.journal import Journal
 from bpsync.ingest.send.plan_calls import MAX_UPLOAD, Call, MeterPlan, Plan, Upload, chunks
 from bpsync.ingest.send.trail import PlannedReplacement, Replaced, Trail
@@ -112,7 +114,8 @@ async def apply_replacements(
     """Delete the stored readings of every group whose rows still wait, then release the rows
     (see the module docstring). Safe to run again after a kill at any point."""
     trail = Trail(journal)
-    waiting = {r.seq for r in journal.rows(import_id, "waiting")}
+    waiting = {r.seq: r for r in journal.rows(import_id, "waiting")}
+    locks: dict[str, dt.date | None] = {}  # building → locked through, read once per run
     out = Applied()
     for olds in trail.groups(import_id).values():
         seqs = [s for s in olds[0].new_seqs if s in waiting]
@@ -120,7 +123,13 @@ async def apply_replacements(
             continue  # released or refused by an earlier run
         out.groups += 1
         gone: set[int] = set()  # the trail ids of the group's readings deleted, now or before
-        refused = await _delete_group(client, trail, olds, gone)
+        building = olds[0].building_id
+        if building not in locks:
+            locks[building] = (await client.buildings.get_lock(building)).locked_through
+        new = [waiting[s] for s in seqs]
+        refused = await _into_lock(client, trail, olds, new, locks[building], gone)
+        if refused is None:
+            refused = await _delete_group(client, trail, olds, gone)
         if refused is None:
             out.deleted += len(gone)
             trail.release(import_id, seqs)
@@ -130,6 +139,55 @@ async def apply_replacements(
         trail.refuse(import_id, seqs, refused[0], refused[1])
         note(f"not replaced: {refused[1]}")
     return out
+
+
+async def _into_lock(
+    client: AsyncServiceClient,
+    trail: Trail,
+    olds: list[Replaced],
+    rows: Sequence[JournalRow],
+    locked_through: dt.date | None,
+    gone: set[int],
+) -> tuple[str, str] | None:
+    """Refuse a group whose new readings start inside the building's locked period before any of
+    its old readings is deleted (decisions D23: a reading ending after the lock may be deleted,
+    one starting on or before it may not be submitted; deleting first would leave neither).
+    Returns (code, reason) in the service's words, else None; `gone` gets the readings of the
+    group an earlier run deleted, to be put back."""
+    if locked_through is None:
+        return None
+    early = sorted((r.start, r.end) for r in rows if r.start and r.start <= locked_through)
+    if not early:
+        return None
+    start, end = early[0]
+    stored = ", ".join(f"{o.reading_id} ({o.old['start_date']}..{o.old['end_date']})" for o in olds)
+    reason = (
+        f"stored reading{'s' if len(olds) > 1 else ''} {stored} "
+        f"{'were' if len(olds) > 1 else 'was'} not replaced: the new reading "
+        f"{start}..{end} reaches into the locked period. The building's readings are "
+        f"locked through {locked_through}; a reading starting {start} falls in the locked "
+        "period."
+    )
+    for old in olds:
+        if old.status == "deleting":
+            # A kill after this DELETE went out, and the lock moved since: finish it, so the
+            # reading is known to be gone and is put back below with its old figures.
+            try:
+                await client.readings.delete(
+                    old.building_id, old.meter_id, old.reading_id, defer_recalculation=True
+                )
+            except E.NotFoundError:
+                pass
+            except (E.LockedError, E.PermissionDeniedError):
+                trail.mark(old.id, "refused", reason)  # still stored: the lock covers it
+                continue
+            trail.mark(old.id, "deleted")
+            gone.add(old.id)
+        elif old.status == "deleted":
+            gone.add(old.id)
+        elif old.status == "planned":
+            trail.mark(old.id, "refused", reason)
+    return "building_locked", reason
 
 
 async def _delete_group(
@@ -176,7 +234,13 @@ async def _restore(
         }
         body["start_date"] = dt.date.fromisoformat(body["start_date"])
         body["end_date"] = dt.date.fromisoformat(body["end_date"])
-        await client.readings.create(old.building_id, old.meter_id, body)
+        try:
+            await client.readings.create(old.building_id, old.meter_id, body)
+        except E.LockedError as exc:
+            # The lock moved over the old reading's start while it was deleted (a kill, then a
+            # lock, then --resume): the service takes neither back. The trail keeps its figures.
+            trail.mark(old.id, "deleted", f"could not be put back: {exc.message}")
+            continue
         trail.mark(old.id, "restored", f"put back: {refused[1]}")
 
 

@@ -18,8 +18,9 @@ from bpsync.ingest.send.import_records import now
 if TYPE_CHECKING:  # the journal hands itself over (Journal.replacements): no import cycle
     from bpsync.ingest.send.journal import Journal
 
-# planned → deleting → deleted; refused (the service would not delete it: a locked period);
-# restored (deleted, then put back because another reading of its group was refused).
+# planned → deleting → deleted; refused (not replaced because of a locked period: the service
+# would not delete it, or its group's new readings start inside the lock); restored (deleted,
+# then put back because its group was refused).
 STATUSES = ("planned", "deleting", "deleted", "refused", "restored")
 
 
