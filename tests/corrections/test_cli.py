@@ -20,6 +20,9 @@ JAN, FEB = month(2024, 1), month(2024, 2)
 def env(service: Service, org: Org, monkeypatch: pytest.MonkeyPatch) -> Org:
     monkeypatch.setenv("BPSYNC_API_KEY", org.key)
     monkeypatch.setenv("BPSYNC_BASE_URL", service.base_url)
+    # The history table folds long cells to the terminal's width: wide enough for the file name
+    # whatever terminal (or xdist worker, 80 columns) runs the test.
+    monkeypatch.setenv("COLUMNS", "200")
     return org
 
 
