@@ -118,22 +118,19 @@ async def test_reject_report_for_the_deliberate_errors(client, registered, sampl
 
 
 async def test_service_rejections_reach_the_report(client, registered, samples, tmp_path):
-    """A row the service refuses (overlap with a reading stored after the file was checked)
-    lands in the CSV report with its original cells."""
+    """A row the service refuses (it starts inside the building's locked period, which the
+    local checks do not know) lands in the CSV report with its original cells."""
     portfolio = await fetch_portfolio(client, {})
     meter = next(m.id for m in portfolio.catalog.meters.values() if m.unit == "kWh")
     path = monthly_csv(tmp_path / "bills.csv", {meter: 3})
-    building = portfolio.building_of[meter]
-    await client.readings.create(
-        building, meter, start_date="2022-02-10", end_date="2022-02-12", consumption=5
-    )
+    await client.buildings.lock(portfolio.building_of[meter], "2022-01-31")
     summary = await import_file(client, PROFILE, path)
     assert summary.rejected == 1 and summary.accepted == 2
     with open(summary.reject_report, encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["Meter ID", "Start Date", "End Date", "Consumption", "Unit", "Reason"]
-    assert rows[1][:5] == [meter, "2022-02-01", "2022-02-28", "1007", "kWh"]
-    assert rows[1][5].startswith("row 3: ")
+    assert rows[1][:5] == [meter, "2022-01-01", "2022-01-31", "1000", "kWh"]
+    assert rows[1][5].startswith("row 2: ") and "locked" in rows[1][5]
 
 
 async def test_dry_run_sends_nothing_and_plans(client, registered, samples):
@@ -226,10 +223,11 @@ async def test_stored_readings_are_fetched_only_for_meters_that_can_hold_some(
     rows = clash.read_text().splitlines()
     clash.write_text("\n".join([rows[0], rows[1].replace(",1000,", ",999,")]) + "\n")
     checked = await import_file(client, PROFILE, clash, ImportOptions(dry_run=True))
-    assert checked.rejected == 1 and checked.requests == lookups + 1
+    # a correction of the stored March reading: listed, not applied without --update
+    assert checked.not_applied == 1 and checked.requests == lookups + 1
     # The list call above is the prefetch (the 400 days before each meter's latest reading,
     # fetched while the file is read). A file reaching further back costs its meter a list of
     # its own, and the older stored readings still clash (Jan and Feb 2022, other values).
     old = monthly_csv(tmp_path / "old.csv", {kwh[0]: 4}, first=dt.date(2021, 11, 1))
     back = await import_file(client, PROFILE, old, ImportOptions(dry_run=True))
-    assert back.requests == lookups + 2 and back.rejected == 2
+    assert back.requests == lookups + 2 and back.not_applied == 2

@@ -44,11 +44,16 @@ def test_overlaps_in_the_file_reject_both_rows(csv_file):
     assert r.rejected_rows == {2, 3} and r.accepted_count == 1
 
 
-def test_overlap_stored_says_when_the_value_is_the_same(csv_file):
+def test_a_period_over_a_stored_one_is_a_rebill(csv_file):
+    """Other dates over a stored reading: a rebill (issue 30), listed with what it replaces and
+    applied only with --update."""
     stored = {"mtr_e": [StoredReading(D(2024, 1, 1), D(2024, 1, 31), 5.0, "rdg_1")]}
     r = run(csv_file, "mtr_e,2024-01-02,2024-01-31,5,kWh\n", existing=stored)
-    [p] = [p for p in r.problems if p.code == "overlap_stored"]
-    assert p.reason.endswith("(2024-01-01..2024-01-31) with the same value (5 kWh)")
+    [p] = [p for p in r.problems if p.code == "rebill"]
+    assert p.reason == (
+        "rebill 2024-01-02..2024-01-31 (5 kWh) replaces stored reading(s) rdg_1 "
+        "(2024-01-01..2024-01-31, 5 kWh); applied with --update"
+    )
 
 
 def test_overlap_with_stored_readings_and_already_stored(csv_file):
@@ -63,11 +68,11 @@ def test_overlap_with_stored_readings_and_already_stored(csv_file):
         "mtr_e,2024-01-01,2024-01-31,5,kWh\nmtr_e,2024-02-15,2024-03-14,5,kWh\nmtr_e,2024-03-15,2024-04-14,5,kWh\n",
         existing=stored,
     )
-    assert ("already_stored", 2) in codes(r) and ("overlap_stored", 3) in codes(r)
-    reason = next(p.reason for p in r.problems if p.code == "overlap_stored")
-    assert reason.endswith(
-        "overlaps stored reading rdg_2 (2024-02-01..2024-02-29) with a different value "
-        "(7 kWh stored, 5 kWh in the file)"
+    assert ("already_stored", 2) in codes(r) and ("rebill", 3) in codes(r)
+    reason = next(p.reason for p in r.problems if p.code == "rebill")
+    assert reason == (
+        "rebill 2024-02-15..2024-03-14 (5 kWh) replaces stored reading(s) rdg_2 "
+        "(2024-02-01..2024-02-29, 7 kWh); applied with --update"
     )
     assert [c.row for c in r.all_candidates()] == [4] and r.already_stored == 1
 

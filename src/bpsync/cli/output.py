@@ -58,6 +58,7 @@ class EXIT(IntEnum):
     PARTIAL = 13  # a batch was only partly accepted
     REPORT_FAILED = 14  # report generation failed or did not finish in time
     BUSY = 15  # another import or watcher of this service and credential is running: try later
+    NOT_APPLIED = 16  # corrections or rebills of stored readings found; --update applies them
 
 
 def exit_code(exc: BaseException) -> EXIT:

@@ -116,12 +116,12 @@ def test_headless_watcher_takes_meter_links_from_the_folder(env, tmp_path):
 
 
 def test_markup_in_messages_is_printed_literally(env, tmp_path):
-    """A file no template fits: the suggestion says "[fixed] unit = ..." and it must show."""
+    """A file no template fits: the refusal says "(or [fixed] meter …)" and it must show."""
     path = tmp_path / "odd.csv"
     path.write_text("Thing,When,Amount Used\nA,2024-01-01,5\n", encoding="utf-8")
     result = invoke("import", str(path), "--dry-run")
     assert result.exit_code != 0
-    assert "[fixed] unit" in result.output, result.output
+    assert "[fixed] meter" in result.output, result.output
 
 
 def test_templates_suggest_writes_the_detected_decimal(tmp_path):
@@ -227,7 +227,10 @@ def test_first_import_into_a_new_organisation_groups_reasons_and_says_what_fixes
             lines.append(f"ELEC-{m},2024-{month:02d}-01,2024-{month:02d}-28,{100 + month},kWh")
     path = tmp_path / "first.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(app, ["import", str(path), "--dry-run"], terminal_width=200)
+    # Rich reads the width from COLUMNS (a pytest-xdist worker has no terminal to ask).
+    result = CliRunner().invoke(
+        app, ["import", str(path), "--dry-run"], terminal_width=200, env={"COLUMNS": "200"}
+    )
     out = result.output
     assert out.count("not in the meter map") == 1, out
     assert "2-37 (36 rows)" in out and "3 distinct values: 'ELEC-0', 'ELEC-1', 'ELEC-2'" in out

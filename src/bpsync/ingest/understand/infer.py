@@ -48,13 +48,16 @@ INFERRED = "inferred"
 
 # Extra names real exports use beyond the suggestion vocabulary.
 _EXTRA: dict[str, tuple[str, ...]] = {
+    "consumption": ("used", "consumed", "amount used", "units used", "usage amount", "verbruik"),
     "days": ("days in bill", "bill days", "days billed", "service days"),
     "cost": ("charge", "charges", "total charge", "total amount", "amount ($)", "bill total"),
     "bill_date": ("read date", "meter read date", "reading date"),
     "end_date": ("thru", "through date", "end read date"),
     "start_date": ("from", "start read date"),
 }
-_MONEY_WORDS = re.compile(r"\b(cost|charges?|amount|price|\$|€|£)", re.IGNORECASE)
+_MONEY_WORDS = re.compile(
+    r"\b(cost|charges?|amount(?! used| consumed)|price|\$|€|£)", re.IGNORECASE
+)
 _NOT_A_FIELD = re.compile(
     r"\b(per day|average|avg|temperature|temp|degree|hdd|cdd|due|entry|invoice|voucher|code)\b",
     re.IGNORECASE,
