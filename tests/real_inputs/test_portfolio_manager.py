@@ -510,6 +510,19 @@ def test_aaps_add_bills_template_prefilled_rows_skipped(org: Org):
             org.meter("natural_gas", UNITS[r["Meter Unit"]], ref, ref=ref)
     out = org.import_json(str(path))
     assert (out["accepted"], out["rejected"], out["problems"]) == (0, 0, [])
+    # Every row accounted for, with the reason each was skipped (issue 27 item 6).
+    assert out["skipped"] == 185
+    assert out["accounting"] == {
+        "rows_read": 185,
+        "with_readings": 0,
+        "refused": 0,
+        "skipped": {"already_in_source": 92, "no_entry": 93},
+        "nothing_to_import": 0,
+    }
+    dry = org.bpsync("import", str(path), "--dry-run", "--force")
+    said = " ".join(dry.output.split())
+    assert "rows read 185: 0 with readings, 0 refused, 185 skipped (92 already in Portfolio" in said
+    assert "93 blank template rows)" in said
     assert all(org.stored(mid) == [] for mid in org.meters.values())
     assert engine(path) == (
         185,

@@ -73,6 +73,13 @@ def test_national_grid_two_digit_years_and_blank_lines(org: Org) -> None:
     meter = org.meter("natural_gas", "therms", "Gas")
     body = org.import_json(str(org.copy("set1/national-grid.csv")), "--meter", meter)
     assert body["accepted"] == len(expected) == 86
+    assert body["accounting"] == {
+        "rows_read": 86,
+        "with_readings": 86,
+        "refused": 0,
+        "skipped": {},
+        "nothing_to_import": 0,
+    }
     assert org.stored(meter) == expected
 
 

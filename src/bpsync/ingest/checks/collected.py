@@ -163,6 +163,17 @@ class Collected:
         return out
 
 
+# Problems whose row is skipped with a stated reason rather than refused (row accounting).
+SKIP_CODES = (
+    "already_stored",
+    "duplicate_row",
+    "already_in_source",
+    "no_entry",
+    "no_usage",
+    "total_row",
+)
+
+
 @dataclass
 class ValidationResult:
     """What may be sent (by meter, by start date), and every problem with its row."""
@@ -204,6 +215,39 @@ class ValidationResult:
         """The file's readings of one replacement, by start date."""
         m = self.collected.meters[replacement.meter].lists()
         return [self._candidate(m, i) for i in replacement.rows]
+
+    def row_accounting(self) -> dict[str, Any]:
+        """Every row read, accounted for (issue 27 item 6): rows giving readings (to send, or
+        correcting stored ones), rows refused (an error), rows skipped by reason (already stored,
+        a duplicate, a Portfolio Manager entry, a blank template row, a month without usage, a
+        totals row), and any row that gave nothing else. A wide row counts once."""
+        used: set[int] = set()
+        for meter, idx in self.accepted.items():
+            if len(idx):
+                rows = self.collected.meters[meter].rows
+                used.update(rows[np.asarray(idx, dtype=np.int64)].tolist())
+        for r in self.replacements:
+            rows = self.collected.meters[r.meter].rows
+            used.update(rows[np.asarray(r.rows, dtype=np.int64)].tolist())
+        refused = self.rejected_rows
+        skipped: dict[str, set[int]] = {}
+        for p in self.problems:
+            row = p.where.row
+            if p.code in SKIP_CODES and row is not None and row not in refused | used:
+                skipped.setdefault(p.code, set()).add(row)
+        seen: set[int] = set()
+        by_reason = {}
+        for code, rows_of in skipped.items():
+            by_reason[code] = len(rows_of - seen)
+            seen |= rows_of
+        read = self.collected.rows_read
+        return {
+            "rows_read": read,
+            "with_readings": len(used - refused),
+            "refused": len(refused),
+            "skipped": by_reason,
+            "nothing_to_import": max(0, read - len(used | refused | seen)),
+        }
 
     def replacement_counts(self) -> dict[str, int]:
         """Rows of corrections and of rebills, and the stored readings they replace."""

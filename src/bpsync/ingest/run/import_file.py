@@ -27,6 +27,7 @@ from filelock import FileLock, Timeout
 
 from bpsync.client.service import AsyncServiceClient
 from bpsync.ingest.cells.values import cell_text
+from bpsync.ingest.checks.collected import SKIP_CODES
 from bpsync.ingest.lookup.fetch import (
     ArrivingStored,
     Portfolio,
@@ -241,6 +242,7 @@ def _noop(
         rejected=len(rejects),
         skipped=counts["skipped"],
         warnings=int(record.info.get("warnings", 0)),
+        accounting=dict(record.info.get("accounting", {})),
         seconds=time.monotonic() - started,
         import_id=record.id,
         message=(
@@ -461,7 +463,7 @@ async def _read_and_check(
                     row_values=p.row_values or None,
                 )
             )
-        elif p.code in ("already_stored", "duplicate_row"):
+        elif p.code in SKIP_CODES:  # skipped with a stated reason (row accounting)
             rows.append(
                 NewRow(p.where.row, "skipped", meter_key=p.meter, code=p.code, reason=p.reason)
             )
@@ -471,6 +473,7 @@ async def _read_and_check(
     info = {
         "warnings": len(result.warnings),
         "rows_read": collected.rows_read,
+        "accounting": result.row_accounting(),
         "notes": list(prepared.notes),  # type: ignore[attr-defined]
         "problems": shown[:MAX_STORED_PROBLEMS],
         "problem_count": len(shown),
@@ -548,6 +551,7 @@ async def _send(
         environment=client.environment,
         status="complete",
         warnings=int(record.info.get("warnings", 0)),
+        accounting=dict(record.info.get("accounting", {})),
         import_id=record.id,
         plan=plan.as_dict(),
         problems=list(record.info.get("problems", [])),

@@ -43,6 +43,7 @@ def dry_run_summary(
         plan=plan.as_dict(),
         problems=info["problems"],
         notes=list(info.get("notes", [])),
+        accounting=dict(info.get("accounting", {})),
         replacements=list(info.get("replacements", [])),
         update=update,
     )

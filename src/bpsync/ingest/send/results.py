@@ -86,6 +86,8 @@ class ImportSummary:
     problems: list[dict[str, Any]] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # template choice, period convention, ...
+    # Every row read: with readings, refused, skipped by reason (ValidationResult.row_accounting).
+    accounting: dict[str, Any] = field(default_factory=dict)
     # Corrected bills (issue 30, docs/corrections.md): rows applied as corrections and rebills
     # (not counted in `accepted`), stored readings they replaced, rows refused (a locked period),
     # and rows found but not applied (no --update); `replacements` lists old and new figures.
@@ -266,6 +268,7 @@ def render(summary: ImportSummary, console: Any) -> None:
         *_replacement_lines(summary),
         ("rejected rows", summary.rejected),
         ("skipped", _skipped(summary)),
+        *_accounting_line(summary),
         ("warnings", summary.warnings),
     ]
     if summary.pending:
@@ -321,9 +324,28 @@ def _skipped(summary: ImportSummary) -> str:
     return f"{summary.skipped} ({detail})"
 
 
+def _accounting_line(summary: ImportSummary) -> list[tuple[str, object]]:
+    """ "rows read 185: 0 with readings, 0 refused, 185 skipped (92 …, 93 …)": every row."""
+    a = summary.accounting
+    if not a:
+        return []
+    skipped = a.get("skipped", {})
+    parts = [f"{a['with_readings']:,} with readings", f"{a['refused']:,} refused"]
+    if skipped:
+        detail = ", ".join(f"{n:,} {_SKIP_LABELS.get(c, c)}" for c, n in skipped.items())
+        parts.append(f"{sum(skipped.values()):,} skipped ({detail})")
+    if a.get("nothing_to_import"):
+        parts.append(f"{a['nothing_to_import']:,} with nothing to import")
+    return [("rows read", f"{a['rows_read']:,}: " + ", ".join(parts))]
+
+
 _SKIP_LABELS = {
     "already_stored": "already there",
     "duplicate_row": "duplicate rows",
+    "already_in_source": "already in Portfolio Manager (Meter Consumption ID)",
+    "no_entry": "blank template rows",
+    "no_usage": "months without usage",
+    "total_row": "total rows",
     "correction": "corrections not applied",
     "rebill": "rebills not applied",
 }
