@@ -12,6 +12,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,7 +39,6 @@ from bpsync.ingest import (
     problems_table,
     render,
     save_template,
-    suggest_template,
     unlink_meter,
 )
 from bpsync.paths import user_templates_dir
@@ -145,6 +145,23 @@ def import_command(
             "correct (deleted, then the new ones sent; kept in the trail, `bpsync history`)",
         ),
     ] = False,
+    date_order: Annotated[
+        DateOrderChoice | None,
+        typer.Option(
+            "--date-order",
+            help="Read dates such as 03/04/2024 day-first (DMY) or month-first (MDY) where "
+            "nothing in the file proves the order",
+            case_sensitive=False,
+        ),
+    ] = None,
+    save_template: Annotated[
+        str | None,
+        typer.Option(
+            "--save-template",
+            help="Keep the mapping inferred for this file as your template NAME",
+            metavar="NAME",
+        ),
+    ] = None,
     as_json: cli.JsonOpt = False,
 ) -> None:
     """Import utility bills (CSV, XLSX, Green Button XML): validate, plan, send, report.
@@ -159,6 +176,10 @@ def import_command(
         cli.fail(str(exc), cli.EXIT.CONFIG, exc, state.json)
     from bpsync.ingest import ImportOptions, import_file  # the engine loads when it is used
 
+    order = date_order.value.upper() if date_order is not None else None
+    if save_template:
+        _keep_template(state, file, save_template, meter, order, sheet)
+
     options = ImportOptions(
         template=template,
         sheet=sheet,
@@ -172,6 +193,7 @@ def import_command(
         interrupts=Interrupts(),
         uploads=not no_upload,
         update=update,
+        date_order=order,
     )
     interactive = not state.json and sys.stderr.isatty()
     progress = RichProgress(cli.stderr()) if interactive else NoProgress()
@@ -190,6 +212,36 @@ def import_command(
     summary.file_arg = str(file)
     show_summary(state, summary)
     raise typer.Exit(summary.exit_code)
+
+
+class DateOrderChoice(StrEnum):
+    DMY = "DMY"
+    MDY = "MDY"
+
+
+def _keep_template(
+    state: Any, file: Path, name: str, meter: str | None, order: str | None, sheet: str | None
+) -> None:
+    """`--save-template NAME`: the inferred mapping saved as a user template, before importing."""
+    from bpsync.ingest import save_template, template_to_keep
+
+    try:
+        kept = template_to_keep(
+            file,
+            name,
+            meter=meter,
+            date_order=order,  # type: ignore[arg-type]
+            sheet=sheet,
+            template_dirs=[user_templates_dir()],
+        )
+        path = save_template(kept, user_templates_dir())
+    except (TemplateError, IngestError) as exc:
+        cli.fail(str(exc), cli.EXIT.INVALID, exc, state.json)
+    cli.stderr().print(
+        f"saved the inferred mapping as template {name!r} ({path}); "
+        f"`bpsync templates show {name}` prints it",
+        markup=False,
+    )
 
 
 # --- register ------------------------------------------------------------------------------------
@@ -329,8 +381,9 @@ def templates_suggest(
     ] = None,
     as_json: cli.JsonOpt = False,
 ) -> None:
-    """Suggest a mapping for a file no template matches (fuzzy-matching its headers)."""
-    from bpsync.ingest import open_table
+    """Suggest a mapping for a file no template matches (its headers and values, as the import
+    infers them)."""
+    from bpsync.ingest import open_table, suggest_for_table
 
     state = cli._state(ctx, None, as_json)
     user_dir = user_templates_dir()
@@ -338,7 +391,8 @@ def templates_suggest(
         templates = list_templates([user_dir])
         expected = set().union(*(t.expected_keys() for t in templates))
         table = open_table(file, sheet=sheet, expected=expected)
-        suggestion = suggest_template(table.headers, save or "suggested", templates=templates)
+        # The import's own inference, so the suggestion is what `bpsync import` would do.
+        suggestion = suggest_for_table(table, save or "suggested")
         suggestion = _with_detected_decimal(suggestion, table)
         if save and suggestion.missing:
             cli.fail(

@@ -194,6 +194,7 @@ def watch_command(
             meter_links=rules.meter_links,
             uploads=not no_upload,
             update=rules.update,  # `update = true` in .bpsync-folder.toml (issue 30)
+            date_order=rules.date_order,  # `date_order = "DMY"` there (issue 27 item 5)
         ),
         note=note_logger(log),
     )

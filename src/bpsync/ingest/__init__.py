@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         check_file,
         choose_template,
         prepare,
+        template_to_keep,
     )
     from bpsync.ingest.send.import_records import storable_name, stored_name
     from bpsync.ingest.send.interrupt import Interrupts
@@ -131,6 +132,7 @@ _WHERE = {
     "check": "bpsync.ingest.run.prepare",
     "check_file": "bpsync.ingest.run.prepare",
     "choose_template": "bpsync.ingest.run.prepare",
+    "template_to_keep": "bpsync.ingest.run.prepare",
     "prepare": "bpsync.ingest.run.prepare",
     "storable_name": "bpsync.ingest.send.import_records",
     "stored_name": "bpsync.ingest.send.import_records",
@@ -246,6 +248,7 @@ __all__ = [
     "suggest_template",
     "target_of",
     "template_to_dict",
+    "template_to_keep",
     "unlink_meter",
     "validate",
 ]

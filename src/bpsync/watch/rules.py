@@ -368,10 +368,14 @@ class FolderRules:
     # `update = true`: files dropped here apply corrections and rebills of stored readings
     # (`bpsync import --update`, docs/corrections.md); off by default.
     update: bool = False
+    # `date_order = "DMY"` or `"MDY"`: how dates such as 03/04 read where nothing in a file
+    # proves the order (`bpsync import --date-order`).
+    date_order: str | None = None
 
 
 def read_folder_rules(folder: Path) -> FolderRules:
-    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`, `update`, table `[meters]`), or no rules
+    """`<folder>/.bpsync-folder.toml` (keys `meter`, `template`, `update`, `date_order`, table
+    `[meters]`), or no rules
     when it is absent. Raises ConfigError naming the file and the key for anything else."""
     import tomllib
 
@@ -382,9 +386,9 @@ def read_folder_rules(folder: Path) -> FolderRules:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
-    unknown = sorted(set(data) - {"meter", "template", "meters", "update"})
+    unknown = sorted(set(data) - {"meter", "template", "meters", "update", "date_order"})
     if unknown:
-        known = "meter, template, update, [meters]"
+        known = "meter, template, update, date_order, [meters]"
         raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)} (known: {known})")
     values = {}
     for key in ("meter", "template"):
@@ -401,5 +405,13 @@ def read_folder_rules(folder: Path) -> FolderRules:
     update = data.get("update", False)
     if not isinstance(update, bool):
         raise ConfigError(f"{path}: update must be true or false")
+    order = data.get("date_order")
+    if order is not None and (not isinstance(order, str) or order.upper() not in ("DMY", "MDY")):
+        raise ConfigError(f'{path}: date_order must be "DMY" or "MDY"')
     links = {str(k): v.strip() for k, v in links.items()}
-    return FolderRules(**values, meter_links=links, update=update)
+    return FolderRules(
+        **values,
+        meter_links=links,
+        update=update,
+        date_order=order.upper() if isinstance(order, str) else None,
+    )

@@ -87,6 +87,27 @@ def test_folder_rules_file(tmp_path: Path):
         read_folder_rules(tmp_path)
     (tmp_path / FOLDER_RULES_FILE).write_text('[meters]\n"4471 0091" = "mtr_1"\n')
     assert read_folder_rules(tmp_path).meter_links == {"4471 0091": "mtr_1"}
+    (tmp_path / FOLDER_RULES_FILE).write_text('date_order = "dmy"\n')
+    assert read_folder_rules(tmp_path).date_order == "DMY"
+    (tmp_path / FOLDER_RULES_FILE).write_text('date_order = "YMD"\n')
+    with pytest.raises(ConfigError, match='date_order must be "DMY" or "MDY"'):
+        read_folder_rules(tmp_path)
+
+
+def test_watched_folder_date_order(env, tmp_path):
+    """A folder of a European utility's exports: `date_order = "DMY"` reads 01/02/2024 as
+    1 February where no date in the file proves the order."""
+    reg = invoke("--json", "register", "import", str(SAMPLES / "portfolio_register.xlsx"))
+    assert reg.exit_code == 0, reg.output
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    rows = "Meter Number,Service Start,Service End,Usage,Usage Unit\n"
+    rows += "ELEC-4471-0091,01/02/2024,03/02/2024,612,kWh\n"
+    (folder / "bills.csv").write_text(rows, encoding="utf-8")
+    (folder / FOLDER_RULES_FILE).write_text('date_order = "DMY"\n', encoding="utf-8")
+    watched = invoke("watch", str(folder), "--once", "--stable-seconds", "0")
+    assert watched.exit_code == 0, watched.output
+    assert ("2024-02-01", "2024-02-03", 612.0) in stored(env, "Main Electric")
 
 
 def test_headless_watcher_takes_meter_links_from_the_folder(env, tmp_path):

@@ -92,6 +92,9 @@ class ImportOptions:
     # Apply corrections and rebills: stored readings the file's rows replace are deleted and the
     # rows sent (issue 30, send/replace.py); without it they are listed and not applied.
     update: bool = False
+    # "DMY" or "MDY": how dates such as 03/04 read where nothing in the file proves the order
+    # (`--date-order`, a watched folder's `date_order`).
+    date_order: str | None = None
     # Where the journal files this import; default: the base URL and the credential's
     # fingerprint. The demo names its data dir instead (its port changes between runs).
     target: str | None = None
@@ -114,6 +117,8 @@ def import_key(digest: str, options: ImportOptions) -> str:
         extra.append(f"meter={options.meter}")
     if options.include_hidden:
         extra.append("include_hidden")
+    if options.date_order:
+        extra.append(f"date_order={options.date_order}")
     if not extra:
         return digest
     return hashlib.sha256("\n".join([digest, *extra]).encode()).hexdigest()
@@ -353,6 +358,7 @@ def _reader(path: Path, options: ImportOptions) -> Callable[[Any], Prepared]:
             sheet=options.sheet,
             include_hidden=options.include_hidden,
             meter=options.meter,
+            date_order=options.date_order,  # type: ignore[arg-type]
         )
 
     return read

@@ -84,6 +84,50 @@ def choose_template(
     return table, chosen
 
 
+def template_to_keep(
+    path: str | Path,
+    name: str,
+    *,
+    meter: str | None = None,
+    date_order: DateOrder | None = None,
+    sheet: str | None = None,
+    template_dirs: Sequence[Path] | None = None,
+) -> Template:
+    """The mapping `bpsync import FILE --save-template NAME` keeps: the one inferred for this
+    file (with the date order and period convention its data decided, and its mapped columns as
+    the signature, so the next export of this layout matches it). Raises IngestError when a
+    template already reads the file, or a built-in reader (interval exports, line-item bills)
+    does, since then there is nothing to keep."""
+    table, t = choose_template(
+        path, "auto", sheet=sheet, meter=meter, date_order=date_order, template_dirs=template_dirs
+    )
+    if t.name in ("interval_days", "bill_line_items"):
+        raise IngestError(
+            "this file is read by bpsync's own interval and line-item readers, with no template; "
+            "there is no mapping to save",
+            where=Where(table.file, table.sheet),
+            code="nothing_to_save",
+        )
+    if t.name not in INFERRED_NAMES:
+        raise IngestError(
+            f"the template {t.name!r} already reads this file; pass -t {t.name} or copy it with "
+            f"`bpsync templates show {t.name}`",
+            where=Where(table.file, table.sheet),
+            code="nothing_to_save",
+        )
+    order = plan_table(table, t).order
+    signature = [h for names in t.columns.values() for h in names]
+    signature += [*t.meter.column, *t.meter.building_column, *t.meter.name_column]
+    return replace(
+        t,
+        name=name,
+        description=f"Inferred from {Path(path).name}'s headers and values; saved with "
+        "--save-template.",
+        date_order=order,
+        signature=tuple(dict.fromkeys(signature)),
+    )
+
+
 def _order_of_source(
     report: Path, template: str | Template | None, options: dict[str, Any]
 ) -> DateOrder | None:

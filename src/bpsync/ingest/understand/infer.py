@@ -114,7 +114,7 @@ def _is_date_cell(value: object) -> bool:
     if not isinstance(value, str):
         return False
     text = value.strip()
-    if not text or re.fullmatch(r"[\d.,]+", text):
+    if not text or re.fullmatch(r"\d+(?:[.,]\d+)?", text):
         return False  # a bare number is a quantity here, not an Excel serial
     return any(isinstance(_parse_text(text, order), dt.date) for order in ("MDY", "DMY"))
 
@@ -135,10 +135,13 @@ def profile_columns(table: Table, rows: int = SAMPLE_ROWS) -> list[Profile]:
                 p.dates += 1
                 continue
             text = cell_text(value).strip()
-            try:
-                number = parse_number(value)
-            except ValueError:
-                number = None
+            number = None
+            for decimal in (".", ","):  # "1.234,5" is a number too (the scan decides which)
+                try:
+                    number = parse_number(value, decimal)
+                    break
+                except ValueError:
+                    continue
             if number is not None:
                 p.numbers += 1
                 if isinstance(value, str) and re.search(r"[$€£]", text):
@@ -186,7 +189,7 @@ def _header_fields(h: Header) -> list[str]:
         found = ["end_date"]
     if not found and h.key.split():
         last = h.key.split()[-1]
-        found = [f for f in ("consumption", "cost", "unit") if last in _names(f)]
+        found = [f for f in ("consumption", "cost", "unit", "meter") if last in _names(f)]
     if not found and unit_word(h):
         found = ["consumption"]  # "kWh used", "Therms": a quantity named by its unit
     if not found:
