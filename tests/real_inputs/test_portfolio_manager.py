@@ -443,10 +443,10 @@ def test_add_meters_create_meters_template(org: Org):
 
 
 def test_add_bills_to_meters_both_sheets(org: Org):
-    """PM's Add Bills template (v2.0) filled for 17 meters on two visible sheets: the import takes
-    the best sheet, `--sheet` the other; kBtu for electricity, gas and steam. The facility
-    manager registered four of the 17 meters: the others' rows are refused with that reason
-    (and the time stays within the suite's budget)."""
+    """PM's Add Bills template (v2.0) filled for 17 meters on two visible sheets of one layout:
+    the plain import takes both, sheet by sheet; kBtu for electricity, gas and steam. The
+    facility manager registered four of the 17 meters: the others' rows are refused with that
+    reason, in a reject report per sheet (and the time stays within the suite's budget)."""
     path = org.copy("set1/Add_Bills_to_Meters.xlsx")
     electric = sheet_rows(path, "Add Bills-Electricity", "Meter ID")
     other = sheet_rows(path, "Add Bills-Non Electric", "Meter ID")
@@ -456,15 +456,21 @@ def test_add_bills_to_meters_both_sheets(org: Org):
     registered = ["139067318", "139067319", "139067329", "139179128"]
     known = {ref: bills[ref] for ref in registered}
     links = link_pm_meters(org, known, electric + other, "Meter ID", "Meter Unit")
-    first = org.import_json(str(path), exit_code=13)
-    stored_rows = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in electric)
-    assert (first["accepted"], first["rejected"]) == (stored_rows, len(electric) - stored_rows)
-    assert (stored_rows, len(electric)) == (72, 324)
-    assert {p["code"] for p in first["problems"] if p["severity"] == "error"} == {"unknown_meter"}
-    second = org.import_json(str(path), "--sheet", "Add Bills-Non Electric", exit_code=13)
-    stored_rows = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in other)
-    assert (second["accepted"], second["rejected"]) == (stored_rows, len(other) - stored_rows)
-    assert (stored_rows, len(other)) == (39, 255)
+    out = org.import_json(str(path), exit_code=13)
+    stored_electric = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in electric)
+    stored_other = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in other)
+    assert (stored_electric, len(electric), stored_other, len(other)) == (72, 324, 39, 255)
+    assert (out["accepted"], out["rejected"]) == (72 + 39, 324 - 72 + 255 - 39)
+    assert out["accounting"]["rows_read"] == 324 + 255
+    assert {p["code"] for p in out["problems"] if p["severity"] == "error"} == {"unknown_meter"}
+    assert "'Add Bills-Electricity', 'Add Bills-Non Electric' share one layout" in out["notes"][0]
+    reports = sorted(p.name for p in path.parent.glob("*.rejects.xlsx"))
+    assert reports == [
+        "Add_Bills_to_Meters.Add Bills-Electricity.rejects.xlsx",
+        "Add_Bills_to_Meters.Add Bills-Non Electric.rejects.xlsx",
+    ]
+    again = org.import_json(str(path), "--sheet", "Add Bills-Non Electric", exit_code=13)
+    assert again["accepted"] == 0  # stored already: nothing sent twice
     assert stored_by_ref(org, links) == known
     assert known["139179128"][0] == (dt.date(2019, 1, 1), dt.date(2019, 12, 31), 3046884.0, None)
     assert engine(path) == (324, Counter(), Counter())

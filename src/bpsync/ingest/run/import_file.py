@@ -44,6 +44,7 @@ from bpsync.ingest.lookup.new_meters import create_meters, plan_meter_creation
 from bpsync.ingest.problems import IngestError, Problem
 from bpsync.ingest.run.prepare import Prepared, check, choose_template, named_meters, prepare
 from bpsync.ingest.run.runtime import frozen_heap, quick_handoffs
+from bpsync.ingest.run.sheets import fitting_sheets, import_sheets
 from bpsync.ingest.send.import_records import ImportRecord, JournalRow, NewRow
 from bpsync.ingest.send.interrupt import Interrupts
 from bpsync.ingest.send.journal import Journal
@@ -95,6 +96,9 @@ class ImportOptions:
     # "DMY" or "MDY": how dates such as 03/04 read where nothing in the file proves the order
     # (`--date-order`, a watched folder's `date_order`).
     date_order: str | None = None
+    # Set for each sheet of a workbook imported sheet by sheet (run/sheets.py): its reject
+    # report is named after the sheet.
+    split_sheets: bool = False
     # Where the journal files this import; default: the base URL and the credential's
     # fingerprint. The demo names its data dir instead (its port changes between runs).
     target: str | None = None
@@ -177,6 +181,17 @@ async def import_file(
     path = Path(path).expanduser().resolve()
     if not path.is_file():
         raise IngestError(f"{path}: no such file", code="no_file")
+    if options.sheet is None and not options.split_sheets:
+        args = (path, options.template, options.template_dirs, options.include_hidden)
+        sheets = await asyncio.to_thread(fitting_sheets, *args)
+        if sheets:  # one layout on several sheets: each is imported (run/sheets.py)
+
+            async def one(opts: ImportOptions) -> ImportSummary:
+                return await import_file(
+                    client, profile, path, opts, journal=journal, progress=progress, note=note
+                )
+
+            return await import_sheets(one, options, sheets)
     started = time.monotonic()
     own_journal = journal is None
     journal = journal or Journal()
@@ -655,7 +670,7 @@ async def _report(
             )
             rejected = journal.rows(record.id, "rejected")
     rejects = collect_rejects((r.source_row, r.row_values, r.code, r.reason) for r in rejected)
-    out = reject_report_path(path)
+    out = reject_report_path(path, record.sheet if options.split_sheets else None)
     return await asyncio.to_thread(write_reject_report, out, record.headers, rejects)
 
 

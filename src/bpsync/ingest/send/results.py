@@ -157,10 +157,12 @@ def shell_quote(text: str) -> str:
     return shlex.quote(text)
 
 
-def reject_report_path(source: Path) -> Path:
-    """`bills.xlsx` → `bills.rejects.xlsx`; any other input → `<name>.rejects.csv`."""
+def reject_report_path(source: Path, sheet: str | None = None) -> Path:
+    """`bills.xlsx` → `bills.rejects.xlsx`; any other input → `<name>.rejects.csv`. A workbook
+    imported sheet by sheet has a report per sheet: `bills.Add Bills-Electricity.rejects.xlsx`."""
     suffix = ".xlsx" if source.suffix.lower() in (".xlsx", ".xlsm") else ".csv"
-    return source.with_name(f"{source.stem}.rejects{suffix}")
+    part = "" if sheet is None else "." + re.sub(r'[\\/:*?"<>|]+', "_", sheet)
+    return source.with_name(f"{source.stem}{part}.rejects{suffix}")
 
 
 def collect_rejects(
