@@ -209,13 +209,16 @@ def test_raw_pm_export_one_building_per_property(tmp_path: Path):
     assert any("÷ 10.7639" in r for r in reg.rules)
 
 
-def test_raw_pm_export_without_floors_is_refused_row_by_row(tmp_path: Path):
+def test_raw_pm_export_without_floors_gets_a_stated_placeholder(tmp_path: Path):
+    """PM exports no floors: each building is created with 1 floor, the rule stated, never sent
+    as an update (decisions F11, F18: one rule for every PM layout)."""
     rows = [[c for i, c in enumerate(r) if i != 10] for r in PM_PROPERTIES[1:3]]
     path = write_xlsx(tmp_path / "pm_export.xlsx", {"Properties": rows, "Meters": PM_METERS[:2]})
     reg = read_register(path)
-    assert reg.buildings == []
-    assert {p.where.row for p in reg.problems if "Floors" in p.reason} == {2}
-    assert all("does not export" in p.reason for p in reg.problems if p.where.sheet == "Properties")
+    assert [b.payload["floors"] for b in reg.buildings] == [1]
+    assert all(b.defaulted == ("floors",) for b in reg.buildings)
+    assert not [p for p in reg.problems if "Floors" in p.reason]
+    assert any("1 floor as a placeholder" in rule for rule in reg.rules)
 
 
 def test_a_register_without_buildings_or_pm_floor_area_names_both(tmp_path: Path):

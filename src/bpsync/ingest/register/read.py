@@ -17,10 +17,9 @@ Portfolio Manager's own workbooks are registers too (column names in `sheets.py`
   `Properties` or `Property`, the property id under "Portfolio Manager ID", the floor area under
   "Gross Floor Area" with its unit per row in "GFA Units"): no Buildings sheet, so each PM property
   becomes one building named after the property, with PM's floor area in m², PM's year built, and
-  floors from a Floors column. PM exports no floors and the service requires them: the export
-  with "Property GFA - Self-Reported" refuses each row without them (decisions F11); the downloads
-  create the building with 1 floor, a placeholder the dry run states, never sent as an update to
-  a building the service already holds. Meters attach by their Portfolio Manager property id; an
+  floors from a Floors column. PM exports no floors and the service requires them: without a
+  Floors column each building is created with 1 floor, a placeholder the dry run states, never
+  sent as an update to a building the service already holds (decisions F11, F18). Meters attach by their Portfolio Manager property id; an
   id not on the Properties sheet is refused row by row. The dry run states these rules.
 - Its "Create Meters" upload template (sheets `Create Meters (Energy)`, `(Water)`…, no Properties
   sheet): meters only, each for the PM property its "Portfolio Manager ID" names, put in the
@@ -98,7 +97,8 @@ def read_register(path: str | Path) -> Register:
             )
             + "; meters attach by Portfolio Manager Property ID"
         )
-        placeholder = "floors" not in cols and "gfa_units" in cols
+        # Every PM layout lacks floors alike: one rule for all (decisions F11, F18).
+        placeholder = "floors" not in cols
         if placeholder:
             reg.rules.append(
                 "Portfolio Manager exports no number of floors, which the service requires: each "
@@ -255,12 +255,6 @@ def _buildings_from_pm_properties(
         if "floors" not in sheet.cols and placeholder:
             v, defaulted = {**v, "floors": PLACEHOLDER_FLOORS}, ("floors",)
         try:
-            if "floors" not in sheet.cols and not placeholder:
-                raise _Bad(
-                    "gfa",
-                    "the service needs each building's number of floors, which Portfolio "
-                    "Manager does not export: add a 'Floors' column to this sheet",
-                )
             name = prop.payload["name"]
             payload = _building_payload(sheet, v, name, prop.payload["type"])
         except _Bad as err:
