@@ -312,3 +312,29 @@ def test_a_reject_report_keeps_the_date_order_of_its_source(tmp_path: Path) -> N
     source.unlink()  # without its source, the report alone cannot say
     with pytest.raises(IngestError, match="could be day-first or month-first"):
         check_file(report, catalog=cat, today=D(2026, 11, 20))
+
+
+def test_read_dates_only_make_periods_from_consecutive_reads(tmp_path: Path) -> None:
+    """Issue 27 item 3: a meter read on the 15th of each month, no days column. Each reading
+    runs from the day after the previous read; the first read starts no period and is skipped
+    with that reason (newest first, as a water utility's portal lists them)."""
+    path = tmp_path / "reads.csv"
+    path.write_text(
+        "Meter Number,Read Date,Usage (kgal)\n"
+        "W-1,03/15/2024,80\nW-1,02/14/2024,90\nW-1,01/15/2024,100\n"
+        "W-2,02/20/2024,7\nW-2,01/19/2024,6\n"
+    )
+    cat = catalog(("mtr_1", "water", "kgal", "W-1"), ("mtr_2", "water", "kgal", "W-2"))
+    prepared, result = check_file(path, catalog=cat, today=D(2026, 11, 20))
+    got = sorted((c.meter_id, c.start, c.end, c.consumption) for c in result.all_candidates())
+    assert got == [
+        ("mtr_1", D(2024, 1, 16), D(2024, 2, 14), 90.0),
+        ("mtr_1", D(2024, 2, 15), D(2024, 3, 15), 80.0),
+        ("mtr_2", D(2024, 1, 20), D(2024, 2, 20), 7.0),
+    ]
+    skipped = sorted((p.where.row, p.code) for p in result.problems if p.code == "first_read")
+    assert skipped == [(4, "first_read"), (6, "first_read")]
+    assert result.row_accounting()["skipped"] == {"first_read": 2}
+    said = " ".join(prepared.notes)
+    assert "period: consecutive read dates in 'Read Date'" in said
+    assert "the first read of each meter (2) starts no period and is skipped" in said

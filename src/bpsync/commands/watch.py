@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -160,7 +160,6 @@ def watch_command(
             load_template(template, [user_templates_dir()])
         except IngestError as exc:
             cli.fail(str(exc), cli.EXIT.INVALID)
-    from bpsync.ingest import ImportOptions
     from bpsync.watch.core import WatchConfig, Watcher, WatcherBusyError
     from bpsync.watch.service import ServiceImporter
 
@@ -186,16 +185,7 @@ def watch_command(
     logs.setup(state.verbose, sink=logs.ToWatchLog(log))  # the client's retries, in this log
     importer = ServiceImporter(
         profile_name,
-        ImportOptions(
-            template=rules.template if rules.template and template == "auto" else template,
-            headroom=headroom,
-            template_dirs=[user_templates_dir()],
-            meter=rules.meter,
-            meter_links=rules.meter_links,
-            uploads=not no_upload,
-            update=rules.update,  # `update = true` in .bpsync-folder.toml (issue 30)
-            date_order=rules.date_order,  # `date_order = "DMY"` there (issue 27 item 5)
-        ),
+        _import_options(rules, template, headroom, no_upload),
         note=note_logger(log),
     )
     watcher = Watcher(config, importer, log=log)
@@ -212,3 +202,20 @@ def watch_command(
 def attach(app: typer.Typer) -> None:
     """Wire `watch` into `bpsync`."""
     app.command("watch")(watch_command)
+
+
+def _import_options(rules: Any, template: str, headroom: float, no_upload: bool) -> Any:
+    """The imports' options: the command line's, with the folder's rules (.bpsync-folder.toml:
+    meter, template, [meters], `update = true` (issue 30), `date_order` (issue 27 item 5))."""
+    from bpsync.ingest import ImportOptions
+
+    return ImportOptions(
+        template=rules.template if rules.template and template == "auto" else template,
+        headroom=headroom,
+        template_dirs=[user_templates_dir()],
+        meter=rules.meter,
+        meter_links=rules.meter_links,
+        uploads=not no_upload,
+        update=rules.update,
+        date_order=rules.date_order,
+    )

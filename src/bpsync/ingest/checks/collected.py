@@ -171,6 +171,7 @@ SKIP_CODES = (
     "no_entry",
     "no_usage",
     "total_row",
+    "first_read",
 )
 
 

@@ -91,7 +91,9 @@ class _Chunk:
         errors.has |= ~self.rows.active
         meter, building = self.fields.meters(errors)
         meter_type = self.fields.meter_types(errors)
-        start, end = self.fields.period(errors, self.fields.next_start(meter, building))
+        keys = self.fields.meter_keys(meter, building)
+        start, end = self.fields.period(errors, self.fields.next_start(meter, building), keys)
+        self.rows.skip_first_reads(self.fields.first_reads & ~errors.has, f.get("bill_date"))
         h = f["consumption"]
         consumption, blank, bad = r.numbers(h, "consumption")
         errors.faults(bad, h, r.cells(h))

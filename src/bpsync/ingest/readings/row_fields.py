@@ -250,9 +250,24 @@ class RowFields:
         errors.faults(spread(np.where(bad, res, None), codes), h, col)
         return spread(np.where(bad, None, res), codes)
 
-    def period(self, errors: RowErrors, next_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def period(
+        self, errors: RowErrors, next_start: np.ndarray, keys: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) ordinals per row. With read dates only, `keys` (each row's meter key)
+        finds the meter's previous read; a meter's first read is left in `self.first_reads`."""
         f, r = self.f, self.r
         ns = next_start.astype(np.int64)
+        self.first_reads = np.zeros(self.n, dtype=bool)
+        if self.plan.previous_read is not None and keys is not None:
+            end, bad = r.dates("bill_date")
+            errors.faults(bad, f["bill_date"], r.cells(f["bill_date"]))
+            known = self.plan.previous_read
+            before = np.array(
+                [known.get(k, {}).get(int(d), -1) for k, d in zip(keys, end, strict=True)],
+                dtype=np.int64,
+            )
+            self.first_reads = (before < 0) & ~errors.has
+            return np.where(before < 0, end, before + 1), end
         if "start_date" in f and "end_date" in f:
             start, bad = r.dates("start_date")
             errors.faults(bad, f["start_date"], r.cells(f["start_date"]))
@@ -352,6 +367,14 @@ class RowFields:
             )
             estimated = np.array([x is True for x in res], dtype=bool)[codes]
         return cost, currency, demand, estimated
+
+    def meter_keys(self, meter: np.ndarray, building: np.ndarray) -> np.ndarray | None:
+        """Each row's meter key as the plan keeps read dates (None unless it reads them)."""
+        if self.plan.previous_read is None:
+            return None
+        out = np.empty(self.n, dtype=object)
+        out[:] = [_convention_key(str(m), b) for m, b in zip(meter, building, strict=True)]
+        return out
 
     def next_start(self, meter: np.ndarray, building: np.ndarray) -> np.ndarray:
         if self.t.end_date == "next_start":

@@ -97,6 +97,23 @@ class RowProblems:
             )
             self.active[pos] = False
 
+    def skip_first_reads(self, mask: np.ndarray, header: Header | None) -> None:
+        """Read dates only: a meter's first read starts no period (its usage covers days before
+        the file), so it is skipped and said, not refused."""
+        mask = mask & self.active
+        for pos in np.flatnonzero(mask):
+            self.add(
+                pos,
+                -1,
+                "first_read",
+                "the meter's first read date in the file: its usage covers days since a read "
+                "the file does not have, so it starts no period",
+                header,
+                None,
+                severity="notice",
+            )
+        self.active &= ~mask
+
     def _skip_without_entry(self, r: ColumnReader) -> None:
         """Rows of a long layout that state no reading: no dates, usage or cost (a blank row of an
         upload template whose meter columns came pre-filled), or, in a report by calendar month,

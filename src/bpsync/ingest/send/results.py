@@ -348,6 +348,7 @@ _SKIP_LABELS = {
     "no_entry": "blank template rows",
     "no_usage": "months without usage",
     "total_row": "total rows",
+    "first_read": "first reads (no earlier read to start their period)",
     "correction": "corrections not applied",
     "rebill": "rebills not applied",
 }

@@ -65,8 +65,9 @@ def _resolve_columns(table: Table, template: Template) -> Columns:
         or ({"end_date", "days"} <= has)
         or ({"start_date", "days"} <= has)
         or "month" in has
+        or "bill_date" in has  # read dates only: consecutive reads make the periods
     ):
-        missing.append("the period (start and end dates, read date and days, or month)")
+        missing.append("the period (start and end dates, read dates (and days), or month)")
     values: list[tuple[Header, dt.date | None, dt.date | None]] = []
     used = {h.index for h in fields.values()} | {
         h.index for h in (meter, building, meter_name) if h is not None

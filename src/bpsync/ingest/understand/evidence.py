@@ -32,6 +32,9 @@ class Plan:
     order: DateOrder | None
     decimal: str
     next_start_meters: frozenset[str] | None
+    # Read dates only (no days, no start): meter key → {read day: the meter's previous read
+    # day, or -1 for its first read}, ordinals (`scan_read_dates`).
+    previous_read: dict[str, dict[int, int]] | None = None
 
 
 def scan_date_order(
@@ -156,22 +159,9 @@ def scan_period_convention(
     periods: dict[str, list[tuple[dt.date, dt.date]]] = {}
     for row in table.rows():
         cells = row.cells
-
-        def at(h: Header | None, cells: tuple[object, ...] = cells) -> object:
-            return cells[h.index] if h is not None and h.index < len(cells) else None
-
-        if template.fixed_meter:
-            key = template.fixed_meter
-        elif template.meter.by == "building_name":
-            b, n = at(columns.building), at(columns.meter_name)
-            if is_blank(b) or is_blank(n):
-                continue
-            key = _convention_key(cell_text(n).strip(), cell_text(b).strip())
-        else:
-            m = at(columns.meter)
-            if is_blank(m):
-                continue
-            key = cell_text(m).strip()
+        key = _row_key(template, columns, cells)
+        if key is None:
+            continue
         try:
             start = parse_date(
                 cells[s_i] if s_i < len(cells) else None,
@@ -377,4 +367,59 @@ def plan_table(table: Table, template: Template) -> Plan:
     if template.end_date == "auto":
         next_start_meters, notes = scan_period_convention(table, template, columns, order)
         table.notes.extend(notes)
-    return Plan(template, columns, order, template.decimal, next_start_meters)
+    previous_read = None
+    f = columns.fields
+    if "bill_date" in f and not ({"days", "start_date", "end_date"} & set(f)):
+        previous_read, note = scan_read_dates(table, template, columns, order)
+        table.notes.append(note)
+    return Plan(template, columns, order, template.decimal, next_start_meters, previous_read)
+
+
+def scan_read_dates(
+    table: Table, template: Template, columns: Columns, order: DateOrder | None
+) -> tuple[dict[str, dict[int, int]], str]:
+    """Meter readings written as read dates only: consecutive reads of a meter make its periods
+    (each from the day after the previous read to its own read date). Returns each meter's read
+    days mapped to the previous one (-1 for a meter's first read, which starts no period) and a
+    note for the dry run."""
+    i = columns.fields["bill_date"].index
+    reads: dict[str, set[int]] = {}
+    for row in table.rows():
+        cells = row.cells
+        key = _row_key(template, columns, cells)
+        if key is None:
+            continue
+        try:
+            day = parse_date(
+                cells[i] if i < len(cells) else None, order, template.date_format, table.date_epoch
+            )
+        except DateError:
+            continue
+        reads.setdefault(key, set()).add(day.toordinal())
+    previous: dict[str, dict[int, int]] = {}
+    for key, days in reads.items():
+        ordered = sorted(days)
+        previous[key] = dict(zip(ordered, [-1, *ordered[:-1]], strict=True))
+    note = (
+        "periods from consecutive read dates: each runs from the day after the meter's previous "
+        f"read to its own read date; the first read of each meter ({len(previous)}) starts no "
+        "period and is skipped (its usage covers days before the file)"
+    )
+    return previous, note
+
+
+def _row_key(template: Template, columns: Columns, cells: tuple[object, ...]) -> str | None:
+    """The meter key a row's period convention and read dates are kept under."""
+
+    def at(h: Header | None) -> object:
+        return cells[h.index] if h is not None and h.index < len(cells) else None
+
+    if template.fixed_meter:
+        return template.fixed_meter
+    if template.meter.by == "building_name":
+        b, n = at(columns.building), at(columns.meter_name)
+        if is_blank(b) or is_blank(n):
+            return None
+        return _convention_key(cell_text(n).strip(), cell_text(b).strip())
+    m = at(columns.meter)
+    return None if is_blank(m) else cell_text(m).strip()

@@ -241,6 +241,11 @@ def infer_template(
             f"period: {chosen['start_date'].text!r} to {chosen['end_date'].text!r} (dates in "
             "both); whether an end is inclusive or the next start is decided from the data"
         )
+    elif "bill_date" in chosen and "days" not in chosen and "end_date" not in chosen:
+        out.decisions.append(
+            f"period: consecutive read dates in {chosen['bill_date'].text!r} (each bill from the "
+            "day after the previous read to its own)"
+        )
     elif "days" in chosen and ("bill_date" in chosen or "end_date" in chosen):
         end = chosen.get("bill_date") or chosen["end_date"]
         out.decisions.append(

@@ -320,10 +320,11 @@ def _check_fields(t: Template) -> None:
         or {"end_date", "days"} <= has
         or {"start_date", "days"} <= has
         or "month" in has
+        or "bill_date" in has  # read dates only: consecutive reads make the periods
     )
     if not ways:
         raise TemplateError(
-            "dates need start_date + end_date, bill_date + days, start_date + days, or month",
+            "dates need start_date + end_date, bill_date (+ days), start_date + days, or month",
             template=t.name,
         )
 
