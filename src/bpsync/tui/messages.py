@@ -208,3 +208,15 @@ class SubmitProgress(AppMessage, bubble=False):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SubmitProgress)
+
+
+# --- replacement trail ---------------------------------------------------------------------------
+
+
+@dataclass
+class TrailLoaded(AppMessage, bubble=False):
+    """A meter's replaced readings, read from this machine's import journal (newest first, as
+    `Journal.replacements` gives them: when, who, file, kind, status, reason, old, new)."""
+
+    meter_id: str
+    entries: list[dict[str, Any]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -82,7 +82,8 @@ BUILDING_HELP = (
     "why), and the EUI history. Meters & readings: the selected meter's readings, newest "
     "first. Yellow flags are anomalies (spike, drop), red is a negative reading. 🔒 marks "
     "readings the building's lock covers: they cannot be deleted. d deletes the highlighted "
-    "reading after asking."
+    "reading after asking. h lists the highlighted meter's readings replaced by corrected "
+    "bills (`bpsync import FILE --update`): when, who, the file, old and new figures."
 )
 
 
@@ -197,7 +198,46 @@ class PropertyScreen(AppScreen):
             self.app.push_screen(BuildingScreen(building.property_id, building.id, building.name))
 
 
-class BuildingScreen(AppScreen):
+class BuildingLinks:
+    """The screens a building opens: its benchmarks (b), a report on it (g), and the highlighted
+    meter's replaced readings (h, screens/history.py). Mixed into BuildingScreen."""
+
+    if TYPE_CHECKING:
+        app: Any
+        building_id: str
+        title_text: str
+        building: Building | None
+        meters: dict[str, Meter]
+        meter_id: str | None
+
+        def inline(self, text: str, error: bool = True) -> None: ...
+
+    def action_benchmarks(self) -> None:
+        from bpsync.tui.screens.benchmarks import BenchmarksScreen
+
+        self.app.push_screen(BenchmarksScreen(self.building_id, self.title_text))
+
+    def action_history(self) -> None:
+        """h: the highlighted meter's replaced readings, from this machine's import journal."""
+        from bpsync.tui.screens.history import ReplacementHistoryScreen
+
+        meter = self.meters.get(self.meter_id or "")
+        if meter is None:
+            self.inline("No meter to show: this building has no meters yet, or they are loading.")
+            return
+        where = self.building.name if self.building else self.title_text
+        self.app.push_screen(
+            ReplacementHistoryScreen(meter.id, meter.name or meter.type.value, meter.unit, where)
+        )
+
+    def action_report(self) -> None:
+        from bpsync.tui.screens.reports import ReportsScreen
+
+        name = self.building.name if self.building else self.title_text
+        self.app.push_screen(ReportsScreen(building_id=self.building_id, building_name=name))
+
+
+class BuildingScreen(BuildingLinks, AppScreen):
     HELP_TITLE = "Building"
     HELP = BUILDING_HELP
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # for the performance panel
@@ -207,6 +247,7 @@ class BuildingScreen(AppScreen):
         Binding("b", "benchmarks", "Benchmarks", id="building.benchmarks"),
         Binding("g", "report", "Report", id="building.report"),
         Binding("r", "reload", "Reload", id="building.reload"),
+        Binding("h", "history", "Corrections", id="building.history"),
     ]
 
     def __init__(self, property_id: str, building_id: str, name: str = "") -> None:
@@ -436,14 +477,3 @@ class BuildingScreen(AppScreen):
         tabs.active = "readings-tab" if tabs.active == "performance" else "performance"
         self.query_one("#meters" if tabs.active == "readings-tab" else "#performance-panel").focus()
         self.call_after_refresh(self._maybe_more)
-
-    def action_benchmarks(self) -> None:
-        from bpsync.tui.screens.benchmarks import BenchmarksScreen
-
-        self.app.push_screen(BenchmarksScreen(self.building_id, self.title_text))
-
-    def action_report(self) -> None:
-        from bpsync.tui.screens.reports import ReportsScreen
-
-        name = self.building.name if self.building else self.title_text
-        self.app.push_screen(ReportsScreen(building_id=self.building_id, building_name=name))
