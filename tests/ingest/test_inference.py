@@ -214,7 +214,7 @@ FORMATS = {"iso": "%Y-%m-%d", "mdy": "%m/%d/%Y", "dmy": "%d/%m/%Y", "mon": "%d-%
 
 @st.composite
 def exports(draw: st.DrawFn) -> tuple[str, list[tuple]]:
-    shape = draw(st.sampled_from(["start_end", "end_days", "read_days"]))
+    shape = draw(st.sampled_from(["start_end", "end_days", "read_days", "reads"]))
     fmt = FORMATS[draw(st.sampled_from(sorted(FORMATS)))]
     unit_in = draw(st.sampled_from(["column", "header", "none"]))
     with_cost = draw(st.booleans())
@@ -232,6 +232,8 @@ def exports(draw: st.DrawFn) -> tuple[str, list[tuple]]:
     columns: list[tuple[str, object]] = [("meter", names["meter"])]
     if shape == "start_end":
         columns += [("start", names["start"]), ("end", names["end"])]
+    elif shape == "reads":  # read dates only: the first read starts no period
+        columns += [("read", names["read"])]
     else:
         columns += [
             (
@@ -265,7 +267,8 @@ def exports(draw: st.DrawFn) -> tuple[str, list[tuple]]:
         }
         lines.append(",".join(cell[k] for k, _ in columns))
     expected = [
-        ("mtr_1", s, e, float(usage), cost if with_cost else None) for s, e, _, usage, cost in bills
+        ("mtr_1", s, e, float(usage), cost if with_cost else None)
+        for s, e, _, usage, cost in (bills[1:] if shape == "reads" else bills)
     ]
     return "\n".join(lines) + "\n", expected
 

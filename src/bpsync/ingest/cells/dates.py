@@ -243,6 +243,7 @@ class DateOrderEvidence:
         if self.ambiguous and template_order is None:
             raise DateError(
                 f"{self.ambiguous} dates such as 03/04 could be day-first or month-first and no "
-                'value in the file decides it; set date_order = "DMY" or "MDY" in the template'
+                "value in the file decides it; pass --date-order DMY or MDY (or set date_order "
+                "in the template or the folder's .bpsync-folder.toml)"
             )
         return template_order, None
