@@ -26,6 +26,7 @@ import openpyxl
 import pytest
 
 from bpsync.ingest import prepare
+from bpsync.ingest.send.results import reject_report_path
 from tests.real_inputs.conftest import Org
 
 # PM's names (as these files write them) → the service's, for the test's own expectations.
@@ -255,20 +256,16 @@ def link_pm_meters(
 
 
 def test_espm_bps_sample_meter_readings(org: Org):
-    """PM's Meter Entries export of 17 meters (kBtu; 'Not Available' costs): the entries of the
-    meters the facility manager registered (four, to keep within the suite's time) are stored
-    with the inclusive periods the data show and no cost where PM has none; the others' rows are
-    refused as meters nobody linked."""
+    """PM's Meter Entries export of 17 meters (kBtu; 'Not Available' costs): with every meter
+    registered by the facility manager, all 579 entries are stored with the inclusive periods
+    the data show and no cost where PM has none."""
     path = org.copy("set1/ESPM_BPS_Sample_Meter_Readings.xlsx")
     rows = sheet_rows(path, "Meter Entries", "Property Name")
-    bills = expected_bills(rows)
-    known = {ref: bills[ref] for ref in ("139067318", "139067329", "139179128", "139774700")}
+    known = expected_bills(rows)
     links = link_pm_meters(org, known, rows, "Portfolio Manager Meter ID", "Usage Units")
-    out = org.import_json(str(path), exit_code=13)
-    stored_rows = sum(map(len, known.values()))
-    assert (out["accepted"], out["rejected"]) == (stored_rows, len(rows) - stored_rows)
-    assert (stored_rows, len(rows)) == (111, 579)
-    assert {p["code"] for p in out["problems"] if p["severity"] == "error"} == {"unknown_meter"}
+    out = org.import_json(str(path))
+    assert (out["accepted"], out["rejected"], len(known)) == (len(rows), 0, 17)
+    assert len(rows) == 579 and out["accounting"]["with_readings"] == 579
     assert stored_by_ref(org, links) == known
     assert known["139067318"][0] == (dt.date(2019, 1, 1), dt.date(2019, 1, 31), 274925.3, None)
     assert engine(path) == (579, Counter(), Counter())
@@ -444,35 +441,27 @@ def test_add_meters_create_meters_template(org: Org):
 
 def test_add_bills_to_meters_both_sheets(org: Org):
     """PM's Add Bills template (v2.0) filled for 17 meters on two visible sheets of one layout:
-    the plain import takes both, sheet by sheet; kBtu for electricity, gas and steam. The
-    facility manager registered four of the 17 meters: the others' rows are refused with that
-    reason, in a reject report per sheet (and the time stays within the suite's budget)."""
+    the plain import takes both, sheet by sheet; kBtu for electricity, gas and steam."""
     path = org.copy("set1/Add_Bills_to_Meters.xlsx")
     electric = sheet_rows(path, "Add Bills-Electricity", "Meter ID")
     other = sheet_rows(path, "Add Bills-Non Electric", "Meter ID")
-    bills = expected_bills(electric, "Meter ID", "Usage") | expected_bills(
+    known = expected_bills(electric, "Meter ID", "Usage") | expected_bills(
         other, "Meter ID", "Quantity"
     )
-    registered = ["139067318", "139067319", "139067329", "139179128"]
-    known = {ref: bills[ref] for ref in registered}
     links = link_pm_meters(org, known, electric + other, "Meter ID", "Meter Unit")
-    out = org.import_json(str(path), exit_code=13)
-    stored_electric = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in electric)
-    stored_other = sum(len(known.get(_ref(r["Meter ID"]), ())) > 0 for r in other)
-    assert (stored_electric, len(electric), stored_other, len(other)) == (72, 324, 39, 255)
-    assert (out["accepted"], out["rejected"]) == (72 + 39, 324 - 72 + 255 - 39)
+    out = org.import_json(str(path))
+    assert (len(electric), len(other), len(known)) == (324, 255, 17)
+    assert (out["accepted"], out["rejected"]) == (324 + 255, 0)
     assert out["accounting"]["rows_read"] == 324 + 255
-    assert {p["code"] for p in out["problems"] if p["severity"] == "error"} == {"unknown_meter"}
     assert "'Add Bills-Electricity', 'Add Bills-Non Electric' share one layout" in out["notes"][0]
-    reports = sorted(p.name for p in path.parent.glob("*.rejects.xlsx"))
-    assert reports == [
-        "Add_Bills_to_Meters.Add Bills-Electricity.rejects.xlsx",
-        "Add_Bills_to_Meters.Add Bills-Non Electric.rejects.xlsx",
-    ]
-    again = org.import_json(str(path), "--sheet", "Add Bills-Non Electric", exit_code=13)
-    assert again["accepted"] == 0  # stored already: nothing sent twice
     assert stored_by_ref(org, links) == known
     assert known["139179128"][0] == (dt.date(2019, 1, 1), dt.date(2019, 12, 31), 3046884.0, None)
+    name = reject_report_path(path, "Add Bills-Electricity").name
+    assert name == "Add_Bills_to_Meters.Add Bills-Electricity.rejects.xlsx"  # one per sheet
+    again = org.import_json(str(path), "--sheet", "Add Bills-Non Electric")
+    # that sheet was imported by the plain command: nothing is sent twice
+    assert again["status"] == "no-op" and again["requests"] == 0
+    assert stored_by_ref(org, links) == known
     assert engine(path) == (324, Counter(), Counter())
 
 
