@@ -100,7 +100,12 @@ class Org:
         """`bpsync --json import ARGS…`: the parsed summary, asserting the exit code."""
         result = self.bpsync("--json", "import", *args)
         assert result.exit_code == exit_code, result.output
-        return json.loads(result.stdout)
+        body = json.loads(result.stdout)
+        a = body.get("accounting")
+        if a:  # every row read is accounted for (issue 27 item 6), on every real file
+            told = a["with_readings"] + a["refused"] + sum(a["skipped"].values())
+            assert (a["rows_read"], a["nothing_to_import"]) == (told, 0), a
+        return body
 
     def stored(self, meter_id: str, building_id: str | None = None) -> list[tuple]:
         """[(start, end, consumption, cost)] of every reading stored on the meter, by start."""

@@ -54,6 +54,13 @@ def test_names_that_are_not_utf8_are_imported_and_settled(
     receipt_bytes = (month_dir / os.fsdecode(GOOD + b".receipt.json")).read_bytes()
     receipt = json.loads(receipt_bytes.decode("utf-8"))  # the receipt itself is valid UTF-8
     assert receipt["file"] == os.fsdecode(GOOD) and receipt["counts"]["accepted"] == 2
+    assert receipt["accounting"] == {  # every row read, accounted for (issue 27 item 6)
+        "rows_read": 2,
+        "with_readings": 2,
+        "refused": 0,
+        "skipped": {},
+        "nothing_to_import": 0,
+    }
     assert receipt["stored_as"] == str(month_dir / os.fsdecode(GOOD))
 
     failed = folder / "failed"

@@ -277,6 +277,7 @@ class ReceiptInput:
     duplicate_of: dict[str, Any] | None = None
     message: str | None = None
     problems: Sequence[dict[str, Any]] = field(default_factory=list)
+    accounting: dict[str, Any] = field(default_factory=dict)
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -306,6 +307,8 @@ def make_receipt(r: ReceiptInput) -> dict[str, Any]:
             "skipped": r.skipped,
             "warnings": r.warnings,
         },
+        # rows read = with readings + refused + skipped by reason (+ nothing to import)
+        "accounting": dict(r.accounting),
         "accepted_ids": list(r.accepted_ids),
         "reject_report": r.reject_report,
         "error": r.error,

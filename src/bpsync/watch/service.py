@@ -45,6 +45,8 @@ class FileOutcome:
     import_id: int | None = None
     message: str | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # Every row read: with readings, refused, skipped by reason (the import's `accounting`).
+    accounting: dict[str, Any] = field(default_factory=dict)
 
 
 class FileImporter(Protocol):
@@ -124,6 +126,7 @@ class ServiceImporter:
             import_id=summary.import_id,
             message=summary.message,
             problems=list(summary.problems[:MAX_RECEIPT_PROBLEMS]),
+            accounting=dict(summary.accounting),
             reject_report=Path(summary.reject_report) if summary.reject_report else None,
         )
         if summary.import_id is not None:

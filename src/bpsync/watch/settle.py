@@ -205,6 +205,7 @@ class Settler:
             receipt.accepted_ids = outcome.accepted_ids
             receipt.reject_report = str(report) if report else None
             receipt.problems = outcome.problems
+            receipt.accounting = outcome.accounting
             receipt.message = (
                 f"{outcome.rejected} row(s) were rejected (see the reject report); the "
                 f"{outcome.accepted} accepted reading(s) stay stored."

@@ -483,12 +483,12 @@ def collect_table(
     normaliser = Normaliser(table, plan.template.meter.by, catalog)
     width = len(table.headers)
     problems: list[Problem] = list(table.problems)
-    # rows_read counts a row once however many readings or problems it has (the reader's own
-    # problems, e.g. Green Button's, come first, as the per-row engine counted them).
-    rows_read, last_row = 0, None
-    for p in table.problems:
-        if p.where.row is not None and p.where.row != last_row:
-            rows_read, last_row = rows_read + 1, p.where.row
+    # rows_read counts a row once however many readings or problems it has, the reader's own
+    # problems (e.g. Green Button's) included.
+    reader_rows = np.array(
+        sorted({p.where.row for p in table.problems if p.where.row is not None}), dtype=np.int64
+    )
+    rows_read, last_row = len(reader_rows), None
     # Each chunk's readings are kept as compact columns only (meter and currency as codes), so
     # the chunk's text is freed as soon as it is mapped: memory grows by ~60 bytes a reading.
     groups = _Codes()
@@ -502,6 +502,7 @@ def collect_table(
         rows = np.sort(
             np.concatenate([items.row, np.array([r for r, _, _ in found], dtype=np.int64)])
         )
+        rows = rows[~np.isin(rows, reader_rows)]  # a row the reader spoke of counts once
         if len(rows):
             distinct = 1 + int(np.count_nonzero(rows[1:] != rows[:-1]))
             rows_read += distinct - (1 if rows[0] == last_row else 0)
