@@ -27,6 +27,63 @@ from bpservice import admin
 from bpservice.app import create_app
 from bpservice.settings import RateLimits, Settings
 
+# --- parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in pyproject.toml) -----------------------
+#
+# Every test makes its own service, port, database and directories, so tests run on any worker in
+# any order. Two kinds stay together on one worker (an `xdist_group`):
+# - a module whose tests share a module-scoped fixture (one cluster, one fuzzed service, one
+#   seeded portfolio): split across workers, each would build it again;
+# - the tests below, which time real processes or assert wall-clock bounds: on one worker they
+#   never compete with each other for the two cores (the other worker still runs).
+TIMED = (
+    "tests/proof/test_kill.py",
+    "tests/proof/test_faults.py",
+    "tests/proof/test_client_faults.py",
+    "tests/proof/test_import_faults.py",
+    "tests/client/test_ratelimit.py::test_paced_client_hits_almost_no_429",
+    "tests/service/test_concurrent_writes.py",
+    "tests/service/test_infrastructure.py",
+    "tests/ingest/test_bounded_input.py",
+    "tests/watch/test_watch.py",
+    "tests/packaging/test_bench_smoke.py",
+)
+
+
+# A worker starts with COLUMNS=80 in its environment (the controller has none when its output is
+# not a terminal), and the CLI then draws its tables 80 columns wide instead of its pipe width: a
+# worker gets the controller's COLUMNS back, or none.
+_COLUMNS = os.environ.get("COLUMNS")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["bp_columns"] = _COLUMNS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "bp_columns" in workerinput:
+        if workerinput["bp_columns"] is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = workerinput["bp_columns"]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.nodeid.startswith(TIMED):
+            item.add_marker(pytest.mark.xdist_group("timed"))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else ()
+        # Only the project's own fixtures (a plugin's, such as anyio's module-scoped
+        # `anyio_backend`, costs nothing to set up again).
+        if any(d.scope == "module" and d.baseid for fixturedefs in defs for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(f"module-{item.module.__name__}"))  # type: ignore[attr-defined]
+
 
 class FakeClock:
     """A settable clock: tests move time instead of sleeping."""
@@ -151,7 +208,9 @@ class LiveServer:
 # database cloned from one migrated template, and Redis for its rate limits and throttles.
 TEST_DB_URL = os.environ.get("BPSERVICE_TEST_DB_URL") or None
 TEST_REDIS_URL = os.environ.get("BPSERVICE_TEST_REDIS_URL") or None
-_TEMPLATE = "bp_template"
+# One template per pytest-xdist worker (gw0, gw1, ...): a worker drops and re-creates its template
+# when it starts, and PostgreSQL refuses to clone a template another session is using.
+_TEMPLATE = "bp_template_" + (os.environ.get("PYTEST_XDIST_WORKER") or "main")
 _template_ready = False
 
 
