@@ -21,13 +21,13 @@ from typer.testing import CliRunner, Result
 
 from bpsync.cli.entry import app
 from tests.conftest import (
-    FakeClock,
-    LiveServer,
     Service,
-    _bootstrap,
     isolate_bpsync,
-    make_service_app,
 )
+from tests.pm_export import conftest as pm_export
+
+# One live service a module, each test its own organisation (the PM export tests' fixture).
+module_service = pm_export.module_service
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO.parent / "shared" / "real-inputs"
@@ -39,18 +39,6 @@ def real_path(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: the real exports live in ../shared, never in the repo")
     return path
-
-
-@pytest.fixture(scope="module")
-def module_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    """One live service per module; each test gets its own organisation."""
-    root = tmp_path_factory.mktemp("svc")
-    clock = FakeClock()
-    application = make_service_app(
-        root / "svc.db", clock, per_key=100_000, bulk=100_000, reports=100_000, per_user=100_000
-    )
-    with LiveServer(application) as server:
-        yield _bootstrap(application, clock, server.url)
 
 
 @dataclass

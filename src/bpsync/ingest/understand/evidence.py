@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from bpsync.ingest.cells.dates import DateError, DateOrder, DateOrderEvidence, parse_date
@@ -155,28 +156,10 @@ def scan_period_convention(
     f = columns.fields
     if not ("start_date" in f and "end_date" in f):
         return frozenset(), []
-    s_i, e_i = f["start_date"].index, f["end_date"].index
     periods: dict[str, list[tuple[dt.date, dt.date]]] = {}
-    for row in table.rows():
-        cells = row.cells
-        key = _row_key(template, columns, cells)
-        if key is None:
-            continue
-        try:
-            start = parse_date(
-                cells[s_i] if s_i < len(cells) else None,
-                order,
-                template.date_format,
-                table.date_epoch,
-            )
-            end = parse_date(
-                cells[e_i] if e_i < len(cells) else None,
-                order,
-                template.date_format,
-                table.date_epoch,
-            )
-        except DateError:
-            continue
+    for key, (start, end) in _dated_rows(
+        table, template, columns, order, ("start_date", "end_date")
+    ):
         periods.setdefault(key, []).append((start, end))
     touching: list[str] = []
     inclusive: list[str] = []
@@ -382,19 +365,8 @@ def scan_read_dates(
     (each from the day after the previous read to its own read date). Returns each meter's read
     days mapped to the previous one (-1 for a meter's first read, which starts no period) and a
     note for the dry run."""
-    i = columns.fields["bill_date"].index
     reads: dict[str, set[int]] = {}
-    for row in table.rows():
-        cells = row.cells
-        key = _row_key(template, columns, cells)
-        if key is None:
-            continue
-        try:
-            day = parse_date(
-                cells[i] if i < len(cells) else None, order, template.date_format, table.date_epoch
-            )
-        except DateError:
-            continue
+    for key, (day,) in _dated_rows(table, template, columns, order, ("bill_date",)):
         reads.setdefault(key, set()).add(day.toordinal())
     previous: dict[str, dict[int, int]] = {}
     for key, days in reads.items():
@@ -406,6 +378,34 @@ def scan_read_dates(
         "period and is skipped (its usage covers days before the file)"
     )
     return previous, note
+
+
+def _dated_rows(
+    table: Table, template: Template, columns: Columns, order: DateOrder | None, names: tuple
+) -> Iterator[tuple[str, tuple[dt.date, ...]]]:
+    """(meter key, the row's dates in `names`' columns) of every row whose meter and dates read;
+    the others are the row mapping's to report."""
+    idx = [columns.fields[n].index for n in names]
+    for row in table.rows():
+        cells = row.cells
+        key = _row_key(template, columns, cells)
+        if key is None:
+            continue
+        try:
+            yield (
+                key,
+                tuple(
+                    parse_date(
+                        cells[i] if i < len(cells) else None,
+                        order,
+                        template.date_format,
+                        table.date_epoch,
+                    )
+                    for i in idx
+                ),
+            )
+        except DateError:
+            continue
 
 
 def _row_key(template: Template, columns: Columns, cells: tuple[object, ...]) -> str | None:
