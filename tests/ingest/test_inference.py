@@ -341,3 +341,13 @@ def test_read_dates_only_make_periods_from_consecutive_reads(tmp_path: Path) -> 
     said = " ".join(prepared.notes)
     assert "period: consecutive read dates in 'Read Date'" in said
     assert "the first read of each meter (2) starts no period and is skipped" in said
+
+
+def test_a_quantity_unit_in_the_header_is_not_money(tmp_path: Path) -> None:
+    """`Amount (kWh)` is the usage and `Amount ($)` the cost: the bracket decides, never the word."""
+    path = tmp_path / "amounts.csv"
+    path.write_text(
+        "Meter Number,Start Date,End Date,Amount (kWh),Amount ($)\nE-1,2025-01-01,2025-01-31,900,120\n"
+    )
+    cat = catalog(("mtr_1", "electricity", "kWh", "E-1"))
+    assert stored(path, cat) == [("mtr_1", D(2025, 1, 1), D(2025, 1, 31), 900.0, 120.0)]

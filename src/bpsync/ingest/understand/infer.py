@@ -179,9 +179,11 @@ def _header_fields(h: Header) -> list[str]:
     keys = {h.key, header_key(h.text)}
     if _NOT_A_FIELD.search(h.text):
         return []
-    if _MONEY_WORDS.search(h.text) or h.currency:
-        return ["cost"]
+    if h.currency or (_MONEY_WORDS.search(h.text) and not h.unit):
+        return ["cost"]  # "Amount ($)", "Charges"; "Amount (kWh)" states a quantity
     found = [f for f in SYNONYMS if keys & _names(f)]
+    if h.unit and "cost" in found:
+        found = ["consumption"]  # a quantity unit in the header: not money
     words = set(re.split(r"[^a-z0-9]+", h.key))
     if not found and words & _START_WORDS:
         found = ["start_date"]  # "Period From", "Begin Date" (the values must be dates)
