@@ -148,6 +148,20 @@ def test_fluvius_gas_through_the_engine_in_the_meters_unit(tmp_path: Path) -> No
     ]
 
 
+def test_fluvius_gas_into_a_meter_in_kwh_takes_the_kwh_rows(tmp_path: Path) -> None:
+    """A gas meter registered in kWh: the utility's own kWh rows (its calorific value) are
+    stored, not the m³ converted at a standard factor, and the note says why."""
+    catalog = MeterCatalog.build([MeterInfo("mtr_gas", "natural_gas", "kWh")], {"5414": "mtr_gas"})
+    prepared = prepare(_write(tmp_path, FLUVIUS_GAS), catalog=catalog)
+    result = check(prepared, today=dt.date(2025, 1, 1))
+    got = [(c.start, c.consumption) for c in result.candidates("mtr_gas")]
+    assert got == [(dt.date(2022, 1, 10), 5.445 + 5.005), (dt.date(2022, 1, 11), 1.1)]
+    said = " ".join(prepared.notes)
+    assert (
+        "m³ rows restating kWh (the same intervals in another unit, kWh being the meter's" in said
+    )
+
+
 # -- Fluvius electricity: day + night offtake added, injection left out, DST repeats counted -----
 
 

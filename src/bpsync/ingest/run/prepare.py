@@ -228,10 +228,13 @@ def _choose_template(
     if match is None:
         # No template names this layout: an interval export is read as days; otherwise the
         # columns are inferred from headers and values together (issue 27).
-        recognised = recognise_intervals(table, meter=meter) or recognise_line_items(table)
+        unit_of = _unit_of(catalog)
+        recognised = recognise_intervals(table, meter=meter, meter_unit=unit_of)
+        recognised = recognised or recognise_line_items(table)
         if recognised is not None:
             return recognised
-        inference = infer_template(table, meter=meter, meter_unit=_meter_unit(catalog, meter))
+        one_unit = (lambda: unit_of(meter)) if unit_of and meter else None
+        inference = infer_template(table, meter=meter, meter_unit=one_unit)
         if inference.decided:
             assert inference.template is not None
             table.notes.append(inferred_note(inference))
@@ -265,18 +268,17 @@ def _choose_template(
     return table, match.template
 
 
-def _meter_unit(
-    catalog: MeterCatalog | CatalogSource, meter: str | None
-) -> Callable[[], str | None] | None:
-    """The unit of the one meter every row belongs to, looked up only when asked."""
-    if meter is None or catalog is None:
+def _unit_of(catalog: MeterCatalog | CatalogSource) -> Callable[[str], str | None] | None:
+    """A registered meter's unit by its reference or id, the catalog looked up only when asked
+    (a choice between two statements of one quantity needs it)."""
+    if catalog is None:
         return None
 
-    def unit() -> str | None:
+    def unit(ref: str) -> str | None:
         found = catalog() if callable(catalog) else catalog
-        if found is None:
+        if found is None or not ref:
             return None
-        info = found.resolve("external_ref", meter)  # a meter id is its own reference
+        info = found.resolve("external_ref", ref)  # a meter id is its own reference
         return None if isinstance(info, str) else info.unit
 
     return unit

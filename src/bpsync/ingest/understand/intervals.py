@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from bpsync.ingest.cells.units import lookup_unit
@@ -36,7 +37,12 @@ TEMPLATE_NAME = "interval_days"
 _COLUMNS = ("Meter", "Start Date", "End Date", "Consumption", "Unit", "Estimated")
 
 
-def recognise_intervals(table: Table, *, meter: str | None = None) -> tuple[Table, Template] | None:
+def recognise_intervals(
+    table: Table,
+    *,
+    meter: str | None = None,
+    meter_unit: Callable[[str], str | None] | None = None,
+) -> tuple[Table, Template] | None:
     """The daily table and its template, or None when `table` is not an interval export.
     Raises IngestError when it is one that cannot be read as days (no meter named and no
     `meter`, day/month order undecidable, two value columns that cannot be told apart)."""
@@ -49,7 +55,7 @@ def recognise_intervals(table: Table, *, meter: str | None = None) -> tuple[Tabl
     texts = [h.text for h in table.headers]
     acc = Accumulator(shape, texts)
     acc.read(table.rows())
-    return _Build(table, shape, acc, meter).run()
+    return _Build(table, shape, acc, meter, meter_unit).run()
 
 
 def _unit_name(text: str) -> str:
@@ -58,8 +64,18 @@ def _unit_name(text: str) -> str:
 
 
 class _Build(Report):
-    def __init__(self, table: Table, shape: Shape, acc: Accumulator, meter: str | None) -> None:
+    def __init__(
+        self,
+        table: Table,
+        shape: Shape,
+        acc: Accumulator,
+        meter: str | None,
+        meter_unit: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.table, self.shape, self.acc, self.meter = table, shape, acc, meter
+        # The registered meter's unit (by --meter or the file's reference), when it can be
+        # looked up: the same intervals in two units are then read in the meter's own.
+        self.meter_unit = meter_unit
         self.headers = [h.text for h in table.headers]
         self.streams = {sid: s for s, sid in acc.streams.items()}
         self.notes: list[str] = []
@@ -137,6 +153,9 @@ class _Build(Report):
             if len(units) > 1:
                 volume = [u for u in units if (x := lookup_unit(u)) and x.dimension == "volume"]
                 best = volume[0] if len(volume) == 1 else units.most_common(1)[0][0]
+                own = self._meter_unit(meter)
+                if own in units:
+                    best, volume = own, []  # the meter's own unit: no conversion at all
                 for sid in sids:
                     unit = _unit_name(self.streams[sid].unit)
                     if unit != best:
@@ -144,7 +163,13 @@ class _Build(Report):
                             f"{self.streams[sid].unit} rows restating "
                             f"{next(self.streams[x].unit for x in sids if _unit_name(self.streams[x].unit) == best)}"
                             " (the same intervals in another unit"
-                            + (", the meter measuring volume)" if volume else ")")
+                            + (
+                                ", the meter measuring volume)"
+                                if volume
+                                else f", {best} being the meter's unit)"
+                                if best == own
+                                else ")"
+                            )
                         )
                 sids[:] = [sid for sid in sids if sid not in choice.left_out]
         if not by_column:
@@ -164,6 +189,13 @@ class _Build(Report):
             if c != primary[0]:
                 choice.alternatives[c] = set(sids)
         return choice
+
+    def _meter_unit(self, meter: str) -> str | None:
+        """The registered meter's unit in this file's unit names, or None when unknown."""
+        if self.meter_unit is None:
+            return None
+        unit = self.meter_unit(self.meter or meter)
+        return _unit_name(unit) if unit else None
 
     def _step(self, column: int) -> int:
         if column < 0:
