@@ -63,6 +63,17 @@ def _unit_name(text: str) -> str:
     return unit.name if unit else text
 
 
+def _kept_unit(units: Counter[str], meter_unit: str | None) -> tuple[str, list[str], str | None]:
+    """Of the units one set of intervals is stated in: (the one kept, the volume units, the
+    meter's unit). The registered meter's own unit when it is one of them (no conversion at
+    all), else the volume (kWh from a calorific value restates m³), else the commonest."""
+    own = _unit_name(meter_unit) if meter_unit else None
+    if own in units:
+        return own, [], own
+    volume = [u for u in units if (x := lookup_unit(u)) and x.dimension == "volume"]
+    return (volume[0] if len(volume) == 1 else units.most_common(1)[0][0]), volume, own
+
+
 class _Build(Report):
     def __init__(
         self,
@@ -151,11 +162,8 @@ class _Build(Report):
         for sids in by_column.values():
             units = Counter(_unit_name(self.streams[sid].unit) for sid in sids)
             if len(units) > 1:
-                volume = [u for u in units if (x := lookup_unit(u)) and x.dimension == "volume"]
-                best = volume[0] if len(volume) == 1 else units.most_common(1)[0][0]
-                own = self._meter_unit(meter)
-                if own in units:
-                    best, volume = own, []  # the meter's own unit: no conversion at all
+                own = self.meter_unit(self.meter or meter) if self.meter_unit else None
+                best, volume, own = _kept_unit(units, own)
                 for sid in sids:
                     unit = _unit_name(self.streams[sid].unit)
                     if unit != best:
@@ -189,13 +197,6 @@ class _Build(Report):
             if c != primary[0]:
                 choice.alternatives[c] = set(sids)
         return choice
-
-    def _meter_unit(self, meter: str) -> str | None:
-        """The registered meter's unit in this file's unit names, or None when unknown."""
-        if self.meter_unit is None:
-            return None
-        unit = self.meter_unit(self.meter or meter)
-        return _unit_name(unit) if unit else None
 
     def _step(self, column: int) -> int:
         if column < 0:
