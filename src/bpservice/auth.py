@@ -9,7 +9,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from bpservice.db.models import ApiKey, User
@@ -62,28 +62,42 @@ class Principal:
         return self.property_access is None or property_id in self.property_access
 
 
+# Built once: the key's lookup runs on every request, and building the statement cost as much as
+# running it. Plain columns on the session's connection (no ORM objects): one indexed SELECT.
+_KEY_LOOKUP = (
+    select(
+        ApiKey.id,
+        ApiKey.org_id,
+        ApiKey.environment,
+        ApiKey.scopes,
+        ApiKey.revoked_at,
+        User.id.label("owner_id"),
+        User.role.label("owner_role"),
+    )
+    .join(User, User.id == ApiKey.user_id)
+    .where(ApiKey.secret_hash == bindparam("secret_hash"))
+)
+
+
 def resolve_api_key(session: Session, key: str, now: dt.datetime) -> Principal | None:
+    """The key's principal, read from the database on every call (never cached), so a key
+    revoked on any instance is refused on the very next request everywhere."""
     env = environment_of_key(key)
     if env is None:
         return None
-    row = session.execute(
-        select(ApiKey, User)
-        .join(User, User.id == ApiKey.user_id)
-        .where(ApiKey.secret_hash == hash_secret(key))
-    ).first()
+    row = session.connection().execute(_KEY_LOOKUP, {"secret_hash": hash_secret(key)}).first()
     if row is None:
         return None
-    api_key, owner = row
-    if api_key.revoked_at is not None or api_key.environment != env:
+    if row.revoked_at is not None or row.environment != env:
         return None
     return Principal(
         kind="api_key",
-        org_id=api_key.org_id,
+        org_id=row.org_id,
         environment=env,
-        scopes=frozenset(s for s in api_key.scopes if s in SCOPES),
-        identity=api_key.id,
-        user_id=owner.id,
-        user_role=owner.role,
+        scopes=frozenset(s for s in row.scopes if s in SCOPES),
+        identity=row.id,
+        user_id=row.owner_id,
+        user_role=row.owner_role,
     )
 
 
