@@ -10,6 +10,12 @@ the actual sending time, estimate/actual (the share of the ceiling achieved: the
 the limits let the last call start), 429s seen, and whether the server holds exactly the file.
 
     .venv/bin/python bench/bench_import.py [--meters 60] [--window 2] [--key 100] [--bulk 2]
+    .venv/bin/python bench/bench_import.py --shape 200x12 [--before COMMIT] [--rounds 2]
+
+`--shape MxN` (issue 32 item 1): a real import of M meters x N monthly bills under the spec's
+limits (1,000 calls and 10 bulk calls a minute per key, 10 % headroom, four calls in flight), with
+the planner of `--before` (loaded from git: the planner before measured costs) and the current
+one taking turns on fresh organisations of one service; calls by kind and wall time of each.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import argparse
 import asyncio
 import datetime as dt
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import httpx
@@ -32,7 +41,13 @@ from bpservice.app import create_app
 from bpservice.settings import RateLimits, Settings
 from bpsync.client import AsyncServiceClient
 from bpsync.commands.demo import EmbeddedServer
+from bpsync.ingest.run import import_file as import_module
 from bpsync.ingest.run.import_file import ImportOptions, import_file
+
+ROOT = Path(__file__).resolve().parents[1]
+# The planner before its costs were measured (issue 32 item 1): 768 of a 200 x 12 file's
+# readings as single calls beside one upload.
+BEFORE_MEASURED_COSTS = "bd8ba47"
 
 
 class Counting(httpx.AsyncBaseTransport):
@@ -224,8 +239,83 @@ def measure(
     return results
 
 
+def planner_at(commit: str) -> types.ModuleType:
+    """`plan_calls` as it was at `commit` (git show), as a module of its own."""
+    path = "src/bpsync/ingest/send/plan_calls.py"
+    source = subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    module = types.ModuleType(f"plan_calls_{commit}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, f"{commit}:{path}", "exec"), module.__dict__)
+    return module
+
+
+async def shape_run(base_url: str, key: str, path: Path, state: Path) -> dict:
+    os.environ["BPSYNC_STATE_DIR"] = str(state)
+    os.environ["BPSYNC_CONFIG_DIR"] = str(state / "config")
+    transport = Counting()
+    async with AsyncServiceClient(base_url, key, profile="bench", transport=transport) as c:
+        # Teaches the client the bulk bucket, as a user's earlier imports would have.
+        await import_file(c, "bench", path.with_name("warmup.csv"), ImportOptions(uploads=False))
+        transport.requests = transport.too_many = 0
+        t0 = time.perf_counter()
+        summary = await import_file(c, "bench", path, ImportOptions())
+        wall = time.perf_counter() - t0
+    plan = summary.plan or {}
+    return {
+        "upload_calls": plan.get("upload_calls"),
+        "batch_calls": plan.get("batch_calls"),
+        "single_calls": plan.get("single_calls"),
+        "estimate_s": plan.get("estimated_seconds"),
+        "send_s": round(summary.send_seconds, 2),
+        "wall_s": round(wall, 2),
+        "requests": transport.requests,
+        "429s": transport.too_many,
+        "accepted": summary.accepted,
+    }
+
+
+def measure_shape(
+    meters: int = 200, months: int = 12, before: str = BEFORE_MEASURED_COSTS, rounds: int = 2
+) -> dict[str, list[dict]]:
+    """The import of `meters` x `months` monthly bills under the spec's limits, with the planner
+    at `before` and the current one taking turns (`rounds` each), each on a fresh organisation
+    (fresh key, fresh buckets) of one service. `wall_s` is the whole import (lookups, checks,
+    journal, sending); `send_s` the sending alone."""
+    assert months == 12, "the file writer writes a year of monthly bills"
+    old = planner_at(before)
+    current = (import_module.make_plan, import_module.limits_from_state)
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpd = Path(tmp)
+        app = create_app(Settings(database_url=f"sqlite:///{tmpd / 'svc.db'}", run_workers=False))
+        with EmbeddedServer(app) as server:
+            for r in range(rounds):
+                for mode in ("before", "after"):
+                    api_key, ids, setup_key = setup_org(app, server.url, meters, 0)
+                    path = tmpd / f"bills-{mode}-{r}.csv"
+                    rows = write_file(path, ids, meters, 0)
+                    if mode == "before":
+                        import_module.make_plan = old.make_plan
+                        import_module.limits_from_state = old.limits_from_state
+                    try:
+                        result = asyncio.run(
+                            shape_run(server.url, api_key, path, tmpd / f"s-{mode}-{r}")
+                        )
+                    finally:
+                        import_module.make_plan, import_module.limits_from_state = current
+                    held = stored(server.url, setup_key, ids[:-1])
+                    result.update(rows=rows, stored=held, lost=rows - held)
+                    results[mode].append(result)
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", help="MxN: M meters x N monthly bills, spec limits (issue 32)")
+    ap.add_argument("--before", default=BEFORE_MEASURED_COSTS, help="the planner to compare")
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--meters", type=int, default=40)
     ap.add_argument("--big", type=int, default=3, help="meters with daily readings")
     ap.add_argument("--daily", type=int, default=200)
@@ -233,6 +323,22 @@ def main() -> None:
     ap.add_argument("--key", type=int, default=40)
     ap.add_argument("--bulk", type=int, default=2)
     args = ap.parse_args()
+    if args.shape:
+        m, n = (int(x) for x in args.shape.lower().split("x"))
+        results = measure_shape(m, n, args.before, args.rounds)
+        for mode, runs in results.items():
+            for run in runs:
+                print(mode, run)
+        walls = {
+            mode: statistics.median(r["wall_s"] for r in runs) for mode, runs in results.items()
+        }
+        calls = {mode: runs[0]["requests"] for mode, runs in results.items()}
+        print(
+            f"{m} meters x {n} months: before ({args.before}) {calls['before']} requests, "
+            f"{walls['before']:.2f} s; after {calls['after']} requests, {walls['after']:.2f} s "
+            f"(medians of {args.rounds}); wall time after/before {walls['after'] / walls['before']:.2f}"
+        )
+        return
     print(
         f"limits: {args.key} calls and {args.bulk} batch calls per {args.window} s window per key"
     )

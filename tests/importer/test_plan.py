@@ -113,10 +113,22 @@ def test_latency_bound_estimate():
         single_seconds=0.01,
         batch_seconds=0.1,
         batch_seconds_per_reading=0.0,
+        service_speedup=4.0,
     )
     plan = make_plan({"a": 2, "b": 2}, limits, uploads=False)
     assert plan.estimate.bound == "latency"
     assert plan.singles == 4 and plan.estimate.seconds == pytest.approx(0.02)
+
+
+def test_calls_in_flight_gain_only_what_the_service_allows():
+    """Measured: four singles in flight cost 16-18 ms a call against 18-24 ms alone (the
+    service's writes take turns on one SQLite file), so more calls in flight gain at most 1.2x."""
+    far = BucketBudget("key", 10**6, 60), BucketBudget("bulk", 10**6, 60)
+    for concurrency, parallel in ((1, 1.0), (2, 1.2), (4, 1.2), (16, 1.2)):
+        limits = Limits(*far, concurrency=concurrency, single_seconds=0.024)
+        assert limits.parallel == parallel
+        plan = make_plan({"a": 1, "b": 1, "c": 1}, limits, uploads=False)
+        assert plan.estimate.seconds == pytest.approx(3 * 0.024 / parallel)
 
 
 def test_chunks():
@@ -184,6 +196,54 @@ def test_uploads_carry_a_many_meter_file_in_few_bulk_calls():
     assert "uploads_and_singles" in batches.alternatives | uploads.alternatives
 
 
+@pytest.mark.parametrize("principal", ["key", "user"])
+@pytest.mark.parametrize("headroom", [0.0, 0.1])
+@pytest.mark.parametrize("concurrency", [1, 4, 8])
+def test_a_200_by_12_file_goes_in_uploads_not_hundreds_of_singles(principal, headroom, concurrency):
+    """Issue 32 item 1: with the measured costs (an upload carries a meter's year for 23 ms of
+    the service's time; its twelve single calls cost 200 ms) the file is one upload, no single
+    calls (the guessed costs planned 768)."""
+    limits = default_limits(principal, headroom=headroom, concurrency=concurrency)
+    plan = make_plan({f"m{i}": 12 for i in range(200)}, limits)
+    assert (len(plan.uploads), plan.batches, plan.singles, plan.calls) == (1, 0, 0, 1)
+    assert plan.estimate.seconds < 10
+
+
+def test_measured_costs_are_the_defaults():
+    limits = default_limits()
+    assert limits.single_seconds == pytest.approx(0.02)
+    # an upload of 200 meters x 12 months: 4.8 s on the service, as measured
+    assert limits.upload_latency(2400, 200) == pytest.approx(4.8, abs=0.3)
+    # a meter's year in an upload is cheaper for the service than its twelve single calls
+    assert limits.upload_latency(2412, 201) - limits.upload_latency(2400, 200) < (
+        12 * limits.single_seconds / limits.parallel
+    )
+
+
+@pytest.mark.parametrize(
+    ("groups", "uploads", "singles"),
+    [
+        # a few readings: single calls, no bulk token spent on them
+        ({"a": 1, "b": 1, "c": 1}, 0, 3),
+        ({"a": 2}, 0, 2),
+        # 5,004 readings: one full upload; the meter that would need a second one goes single
+        ({f"m{i}": 12 for i in range(417)}, 1, 12),
+        # a meter too large for what is left of the upload: its readings go as a second upload
+        ({f"m{i}": 12 for i in range(400)} | {"daily": 365}, 2, 0),
+    ],
+)
+def test_stray_readings_still_go_as_single_calls(groups, uploads, singles):
+    plan = make_plan(groups, default_limits())
+    assert (len(plan.uploads), plan.batches, plan.singles) == (uploads, 0, singles)
+    assert plan.readings == sum(groups.values())
+
+
+def test_no_upload_keeps_to_batches_and_single_calls():
+    plan = make_plan({f"m{i}": 12 for i in range(200)}, default_limits(), uploads=False)
+    assert not plan.uploads and plan.batches + plan.singles == plan.calls > 0
+    assert plan.readings == 2400
+
+
 def _scalar_batch_choice(groups, limits):
     """The batch planner's search written one prefix at a time (how it was first written): the
     number of chunks it batches."""
@@ -207,21 +267,25 @@ def _scalar_batch_choice(groups, limits):
 
 def _scalar_upload_choice(groups, limits):
     """The upload planner's search one prefix at a time: how many of the largest meters go in
-    uploads."""
+    uploads (of the splits within 10 % or half a second of the fastest, the one spending the
+    smallest share of the buckets, then the faster, then fewer calls, then the shorter)."""
     order = sorted((m for m, n in groups.items() if n > 0), key=lambda m: -groups[m])
     total = sum(groups[m] for m in order)
-    best_k, best, in_uploads = 0, None, 0
+    options, in_uploads = [], 0
     for k in range(len(order) + 1):
         if k:
             in_uploads += groups[order[k - 1]]
         pieces = -(-in_uploads // 5000)
-        chain = limits.upload_latency(in_uploads, k + pieces - 1) if k else 0.0
+        chain = limits.upload_latency(in_uploads, k + pieces - 1, pieces) if k else 0.0
         largest = min(in_uploads, 5000)
         est = _estimate(limits, total - in_uploads, pieces, chain, largest, 0, chain)
-        key = (round(est.seconds, 6), est.principal_calls)
-        if best is None or key < best:
-            best_k, best = k, key
-    return best_k
+        options.append((round(est.seconds, 6), est.principal_calls, pieces))
+    best = min(o[0] for o in options)
+    near = [k for k, o in enumerate(options) if o[0] <= best + max(0.5, 0.1 * best)]
+    share = {
+        k: options[k][2] / limits.bulk.limit + options[k][1] / limits.principal.limit for k in near
+    }
+    return min(near, key=lambda k: (share[k], options[k][0], options[k][1], k))
 
 
 @given(

@@ -11,9 +11,12 @@ single calls. A share of every bucket (`headroom`) is left for other traffic of 
 
 With the upload (the default), the largest meters go into uploads, sent one after another (each
 meter's readings stay in start order across them) on bulk tokens, while the smallest go as single
-calls at the same time on the principal's tokens; the split is the one with the smallest estimate,
-and is kept when it beats the batch plan, or matches it (within 10 % or half a second) while
-spending a smaller share of the rate-limit buckets.
+calls at the same time on the principal's tokens; of the splits about as fast as the fastest
+(within 10 % or half a second) the one spending the smallest share of the rate-limit buckets is
+taken, and kept when it beats the batch plan, or matches it while spending a smaller share. Call
+costs are measured (`MEASURED`): a meter's year in an upload costs the service far less than its
+single calls, and calls in flight barely overlap on it, so a 200 x 12 file is one upload; single
+calls stay for a file of a few readings and for readings that would need another upload alone.
 
 Pure: limits come in as plain data (`limits_from_state` reads the client's learned buckets, else the
 spec's defaults), nothing here sends or sleeps."""
@@ -37,6 +40,16 @@ SPEC_LIMITS: dict[str, int] = {"key": 1000, "user": 300, "bulk": 10}
 SPEC_WINDOW = 60.0
 
 CallKind = Literal["batch", "single", "upload"]
+
+# What each call costs on the service (seconds), measured by bench/bench_upload_cost.py on
+# 27 November 2026 (served bpservice, SQLite, loopback, 2 vCPUs shared with other work; two
+# runs, medians of 3 per shape): a single reading 18-24 ms alone and 16-18 ms a call with four in
+# flight (so calls in flight gain 1.0-1.5x, not 4x: the service's writes take turns on one SQLite
+# file); a batch 6-28 ms + 0.23-0.34 ms a reading; an upload 50-150 ms + 18 ms a meter +
+# 0.36-0.48 ms a reading (2,400 readings of 200 meters: 4.8 s). The guesses before (a single
+# 30 ms with four in flight four times as fast, an upload 50 ms a meter + 0.5 ms a reading)
+# sent 768 of a 200 x 12 file's readings as single calls beside one upload.
+MEASURED = "bench/bench_upload_cost.py, 27 November 2026"
 
 
 @dataclass(frozen=True)
@@ -80,24 +93,41 @@ class BucketBudget:
 
 @dataclass(frozen=True)
 class Limits:
-    """Everything the estimate depends on. Latencies are per call on the wire (a batch costs a
-    base plus a little per reading); `concurrency` is how many calls are in flight at once."""
+    """Everything the estimate depends on. Latencies are per call on the wire, measured on a
+    served bpservice (see `MEASURED`); `concurrency` is how many calls are in flight at once, and
+    `service_speedup` the most that calls in flight gain over calls one after another on the
+    service (its writes take turns on one SQLite file: four singles in flight cost 16-18 ms a
+    call against 18-24 ms alone)."""
 
     principal: BucketBudget
     bulk: BucketBudget
     headroom: float = DEFAULT_HEADROOM
     concurrency: int = 4
-    single_seconds: float = 0.03
-    batch_seconds: float = 0.05
-    batch_seconds_per_reading: float = 0.0005
+    single_seconds: float = 0.02
+    batch_seconds: float = 0.02
+    batch_seconds_per_reading: float = 0.0003
+    upload_seconds: float = 0.1
+    upload_seconds_per_meter: float = 0.018
+    upload_seconds_per_reading: float = 0.0004
+    service_speedup: float = 1.2
 
     def batch_latency(self, size: int) -> float:
         return self.batch_seconds + self.batch_seconds_per_reading * size
 
-    def upload_latency(self, size: int, meters: int) -> float:
-        """An upload costs the service a batch's work per meter it holds (checks, events and the
-        benchmark recalculation are per meter), plus the per-reading cost."""
-        return self.batch_seconds * max(1, meters) + self.batch_seconds_per_reading * size
+    def upload_latency(self, size: int, meters: int, uploads: int = 1) -> float:
+        """`uploads` uploads holding `size` readings of `meters` meters (a meter cut across two
+        uploads counts in both): the service's checks, events and benchmark recalculation are
+        per meter, so an upload costs per meter as well as per reading."""
+        return (
+            self.upload_seconds * uploads
+            + self.upload_seconds_per_meter * max(1, meters)
+            + self.upload_seconds_per_reading * size
+        )
+
+    @property
+    def parallel(self) -> float:
+        """How many times faster calls in flight end than one after another."""
+        return max(1.0, min(float(self.concurrency), self.service_speedup))
 
 
 def default_limits(
@@ -268,7 +298,8 @@ def estimate(
 ) -> Estimate:
     """Seconds to send `singles` single calls and batches of `batch_sizes` (plus `extra_calls`
     other calls on the principal bucket): the later of when the last token of each bucket is
-    available and the time the calls take on the wire at `concurrency`, plus one call's latency."""
+    available and the time the calls take on the wire (`Limits.parallel` at once), plus one call's
+    latency."""
     wire = sum(limits.batch_latency(s) for s in batch_sizes)
     return _estimate(
         limits,
@@ -298,7 +329,7 @@ def _estimate(
     options = {
         "principal": limits.principal.seconds_until(principal_calls, h),
         "bulk": limits.bulk.seconds_until(batches, h),
-        "latency": max(wire / max(1, limits.concurrency), longest_chain),
+        "latency": max(wire / limits.parallel, longest_chain),
     }
     bound = max(options, key=lambda k: options[k])
     last = limits.batch_latency(largest_batch) if batches else limits.single_seconds
@@ -316,7 +347,7 @@ def _seconds_until(bucket: BucketBudget, n: np.ndarray, headroom: float) -> np.n
     return np.where(n <= now_left, 0.0, later)
 
 
-def _best_prefix(
+def _prefix_estimates(
     limits: Limits,
     singles: np.ndarray,
     batches: np.ndarray,
@@ -324,10 +355,10 @@ def _best_prefix(
     largest_batch: np.ndarray,
     extra_calls: int,
     longest_chain: np.ndarray,
-) -> int:
-    """The k whose `_estimate(limits, singles[k], batches[k], ...)` is least by (seconds to the
-    microsecond, principal calls), the first of equals: the planners' search over every prefix,
-    done on arrays (a file of 4,000 meters has 4,000 prefixes to weigh)."""
+) -> tuple[list[float], list[int]]:
+    """(seconds to the microsecond, principal calls) of `_estimate(limits, singles[k],
+    batches[k], ...)` for every k: the same arithmetic on arrays (a file of 4,000 meters has
+    4,000 prefixes to weigh)."""
     import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
 
     h = limits.headroom
@@ -335,7 +366,7 @@ def _best_prefix(
     wire = singles * limits.single_seconds + batch_wire
     principal = _seconds_until(limits.principal, principal_calls, h)
     bulk = _seconds_until(limits.bulk, batches, h)
-    latency = np.maximum(wire / max(1, limits.concurrency), longest_chain)
+    latency = np.maximum(wire / limits.parallel, longest_chain)
     last = np.where(
         batches > 0,
         limits.batch_seconds + limits.batch_seconds_per_reading * largest_batch,
@@ -349,8 +380,46 @@ def _best_prefix(
     )
     seconds = np.where(principal_calls == 0, 0.0, seconds)
     rounded = [round(x, 6) for x in seconds.tolist()]  # Python's rounding, as `_estimate`'s key
-    calls = principal_calls.tolist()
+    return rounded, principal_calls.tolist()
+
+
+def _best_prefix(
+    limits: Limits,
+    singles: np.ndarray,
+    batches: np.ndarray,
+    batch_wire: np.ndarray,
+    largest_batch: np.ndarray,
+    extra_calls: int,
+    longest_chain: np.ndarray,
+) -> int:
+    """The k whose estimate is least by (seconds to the microsecond, principal calls), the first
+    of equals: the batch planner's search over every prefix."""
+    rounded, calls = _prefix_estimates(
+        limits, singles, batches, batch_wire, largest_batch, extra_calls, longest_chain
+    )
     return min(range(len(rounded)), key=lambda k: (rounded[k], calls[k]))
+
+
+def slack(seconds: float) -> float:
+    """How much slower a plan may be and still count as about as fast: 10 % or half a second."""
+    return max(0.5, 0.1 * seconds)
+
+
+def leanest(
+    seconds: Sequence[float], calls: Sequence[int], bulk: Sequence[int], limits: Limits
+) -> int:
+    """Among options about as fast as the fastest (within `slack`), the one spending the smallest
+    share of the buckets (`share`), then the faster, then fewer calls, then the first."""
+    best = min(seconds, default=0.0)
+    near = [k for k in range(len(seconds)) if seconds[k] <= best + slack(best)]
+    return min(near, key=lambda k: (share(limits, bulk[k], calls[k]), seconds[k], calls[k], k))
+
+
+def share(limits: Limits, bulk_calls: int, calls: int) -> float:
+    """The share of the buckets `calls` calls spend, `bulk_calls` of them bulk calls: bulk calls
+    over the bulk limit, plus every call over the principal's limit (a bulk token is a tenth of
+    a minute's bulk budget, a call a thousandth of the key's)."""
+    return bulk_calls / limits.bulk.limit + calls / limits.principal.limit
 
 
 def make_plan(
@@ -364,27 +433,27 @@ def make_plan(
     mixed = upload_plan(groups, limits, extra_calls=extra_calls)
     plan.alternatives["uploads_and_singles"] = mixed.estimate.seconds
     mixed.alternatives = dict(plan.alternatives)
-    # Faster wins; about as fast (within 10 % or half a second) while spending a smaller share
-    # of the buckets wins too: what it does not spend is left to the watcher, the app and the
-    # next import (a bulk token is a tenth of a minute's bulk budget, a call a thousandth).
-    slack = max(0.5, 0.1 * plan.estimate.seconds)
+    # Faster wins; about as fast (within `slack`) while spending a smaller share of the buckets
+    # wins too: what it does not spend is left to the watcher, the app and the next import.
     faster = mixed.estimate.seconds < plan.estimate.seconds
-    leaner = mixed.estimate.seconds <= plan.estimate.seconds + slack and _share(mixed) < _share(
-        plan
-    )
+    leaner = mixed.estimate.seconds <= plan.estimate.seconds + slack(
+        plan.estimate.seconds
+    ) and _share(mixed) < _share(plan)
     return mixed if faster or leaner else plan
 
 
 def _share(plan: Plan) -> float:
-    """The share of the buckets a plan spends: bulk calls over the bulk limit, plus every call
-    over the principal's limit."""
-    bulk = plan.batches + len(plan.uploads)
-    return bulk / plan.limits.bulk.limit + plan.calls / plan.limits.principal.limit
+    """The share of the buckets a plan spends (`share`)."""
+    return share(plan.limits, plan.batches + len(plan.uploads), plan.calls)
 
 
 def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int = 0) -> Plan:
     """The largest meters in uploads (sequential, bulk tokens), the rest as single calls
-    (concurrent, principal tokens): the split with the smallest estimate."""
+    (concurrent, principal tokens). Of the splits about as fast as the fastest (`slack`), the one
+    spending the smallest share of the buckets (`leanest`): with the measured costs an upload
+    carries a meter's readings for less than its single calls would cost the service, so only
+    readings that would need another upload (a bulk token) for themselves, or a file of a few
+    readings, go as single calls."""
     import numpy as np  # here, not at import: the CLI names DEFAULT_HEADROOM at start-up
 
     order = sorted((m for m, n in groups.items() if n > 0), key=lambda m: -groups[m])
@@ -395,12 +464,16 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
     pieces = -(-in_uploads // MAX_UPLOAD)  # uploads of at most MAX_UPLOAD, counted
     chain = np.where(
         k > 0,
-        limits.batch_seconds * np.maximum(1, k + pieces - 1)
-        + limits.batch_seconds_per_reading * in_uploads,
+        limits.upload_seconds * pieces
+        + limits.upload_seconds_per_meter * np.maximum(1, k + pieces - 1)
+        + limits.upload_seconds_per_reading * in_uploads,
         0.0,
-    )  # `upload_latency` of each prefix
+    )  # `upload_latency` of each prefix's uploads (a meter cut in two counts in both)
     largest = np.minimum(in_uploads, MAX_UPLOAD)
-    best_k = _best_prefix(limits, total - in_uploads, pieces, chain, largest, extra_calls, chain)
+    seconds, calls = _prefix_estimates(
+        limits, total - in_uploads, pieces, chain, largest, extra_calls, chain
+    )
+    best_k = leanest(seconds, calls, pieces.tolist(), limits)
     lane = order[:best_k]
     uploads: list[Upload] = []
     parts: list[Call] = []
@@ -424,7 +497,7 @@ def upload_plan(groups: Mapping[str, int], limits: Limits, *, extra_calls: int =
         if groups[m] > 0 and m not in in_lane
     ]
     sizes = [u.size for u in uploads]
-    chain = sum(limits.upload_latency(u.size, len(u.parts)) for u in uploads)
+    chain = sum(limits.upload_latency(u.size, len(u.parts)) for u in uploads)  # as `chain` above
     singles = sum(mp.count for mp in meters)
     final = _estimate(limits, singles, len(sizes), chain, max(sizes, default=0), extra_calls, chain)
     return Plan(meters, limits, final, extra_calls, {}, uploads)
