@@ -168,11 +168,15 @@ async def _tree(client: AsyncServiceClient) -> tuple[str, str]:
                 if found is not None:
                     return found
 
+    async def first(items, keep=lambda _: True):  # type: ignore[no-untyped-def]
+        # next() cannot take an async generator: the first match, read through the pages.
+        async for item in items:
+            if keep(item):
+                return item
+        return None
+
     async def find_property():  # type: ignore[no-untyped-def]
-        return next(
-            (p async for p in client.properties.list(per_page=200) if p.internal_ref == "TREE"),
-            None,
-        )
+        return await first(client.properties.list(per_page=200), lambda p: p.internal_ref == "TREE")
 
     prop = await once(
         lambda: client.properties.create({**PROPERTY, "internal_ref": "TREE"}), find_property
@@ -180,14 +184,14 @@ async def _tree(client: AsyncServiceClient) -> tuple[str, str]:
     body = {"name": "Main", "primary_use_type": "office", "gfa_m2": 1000, "year_built": 1999}
 
     async def find_building():  # type: ignore[no-untyped-def]
-        return next((b async for b in client.buildings.list(prop.id)), None)
+        return await first(client.buildings.list(prop.id))
 
     building = await once(
         lambda: client.buildings.create(prop.id, {**body, "floors": 3}), find_building
     )
 
     async def find_meter():  # type: ignore[no-untyped-def]
-        return next((m async for m in client.meters.list(building.id)), None)
+        return await first(client.meters.list(building.id))
 
     meter = await once(
         lambda: client.meters.create(building.id, type="electricity", unit="kWh"), find_meter
