@@ -35,8 +35,8 @@ from bpservice.settings import RateLimits, Settings
 #   seeded portfolio): split across workers, each would build it again;
 # - the tests below, which time real processes or assert wall-clock bounds: on one worker they
 #   never compete with each other for the two cores (the other worker still runs).
-TIMED = (
-    "tests/proof/test_kill.py",
+TIMED = (  # node id prefixes
+    "tests/proof/test_kill",  # test_kill.py, test_kill_update.py, any kill proof to come
     "tests/proof/test_faults.py",
     "tests/proof/test_client_faults.py",
     "tests/proof/test_import_faults.py",
