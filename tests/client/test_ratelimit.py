@@ -114,8 +114,9 @@ def test_observe_keeps_the_lower_count_within_a_window() -> None:
         # No Date, or one that contradicts the reset: the clocks disagree by an unknown amount;
         # a whole window is assumed (never sending into a window the server has not ended).
         (5000, None, 100, 60, 160),
-        (50, None, 100, 60, 160),
-        (50, 500, 100, 60, 160),  # reset before the Date
+        (50, None, 100, 60, 50),  # just past: a late answer about a window that has ended
+        (30, None, 100, 60, 160),
+        (30, 500, 100, 60, 160),  # reset before the Date
         (5000, 100, 40, 60, 100),  # reset far beyond the Date's window
     ],
 )
@@ -153,6 +154,10 @@ def test_a_window_is_named_by_the_servers_reset() -> None:
     assert state["key"]["remaining"] == 40 and state["key"]["reset"] == pytest.approx(1031.05)
     fresh = Observation("key", 100, 99, 220, 60, server_now=161)
     assert observe(state, fresh, now=1032.1, taken=["key"])["key"]["remaining"] == 99
+    # A late answer about the window before is ignored: the next one is known.
+    late = Observation("key", 100, 0, 160, 60, server_now=159)
+    newer = observe(state, fresh, now=1032.1, taken=["key"])
+    assert observe(newer, late, now=1032.2, taken=["key"]) == newer
     # Rolled over locally, the bucket names the server's next window.
     assert plan(state, ["key"], now=1040)[1]["key"] == {
         **known(100, 99, 1091.05),

@@ -221,8 +221,9 @@ def local_reset(observation: Observation, now: float) -> float:
     When the response's `Date` shows the clocks disagree, the time left is the reset minus that
     Date (both the server's clock), counted from `now`: the skew drops out. (Date has whole
     seconds, so the time left may read up to a second long, never short.) When they agree, or
-    there is no usable Date, the reset is read on the local clock as it is, to the millisecond.
-    A reset that still lies outside the next window means the clocks disagree by an unknown
+    there is no usable Date, the reset is read on the local clock as it is, to the millisecond
+    (one up to a window past is a late answer: the bucket rolls on from it). A reset that still
+    lies further off means the clocks disagree by an unknown
     amount: the whole window is assumed, which at worst waits longer than needed but never sends
     into a window the server has not yet ended."""
     reset, window = observation.reset, observation.window
@@ -231,7 +232,8 @@ def local_reset(observation: Observation, now: float) -> float:
         left = reset - observation.server_now
         if not CLOCKS_AGREE[0] < skew < CLOCKS_AGREE[1] and 0 < left <= window + 1:
             return now + min(left, window)
-    if now < reset <= now + window:
+    if now - window < reset <= now + window:
+        # A reset just past is a late answer about a window that has ended: `rolled` moves on.
         return reset
     return now + window
 
@@ -247,6 +249,9 @@ def observe(state: State, observation: Observation, now: float, taken: list[str]
     remaining = observation.remaining
     if current is not None:
         current = current.rolled(now)
+        if current.server_reset is not None and observation.reset < current.server_reset:
+            # A late answer about an earlier window: it says nothing about the current one.
+            return forget_probes(new, [k for k in taken if k != observation.kind])
         if current.server_reset is not None:
             same = current.server_reset == observation.reset
         else:
