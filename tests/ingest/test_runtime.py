@@ -19,15 +19,22 @@ def test_switch_interval_held_while_any_import_runs() -> None:
     assert sys.getswitchinterval() == own
 
 
+# Frozen objects can still die while a test looks: a pytest-xdist worker's threads let a few
+# go. A freeze on top would add the objects made since; a thaw would drop the count to 0.
+SLACK = 50
+
+
 def test_heap_frozen_while_any_import_runs_then_released() -> None:
     assert gc.get_freeze_count() == 0
     older = [object() for _ in range(10)]  # noqa: F841 - alive when the import starts
     with frozen_heap():
         frozen = gc.get_freeze_count()
         assert frozen > 0
+        made = [[i] for i in range(1000)]  # made by the first import while it runs
         with frozen_heap():
-            assert gc.get_freeze_count() == frozen  # not frozen twice
-        assert gc.get_freeze_count() == frozen
+            assert frozen - SLACK <= gc.get_freeze_count() <= frozen  # not frozen twice
+        assert frozen - SLACK <= gc.get_freeze_count() <= frozen
+        assert len(made) == 1000
     assert gc.get_freeze_count() == 0
 
 
@@ -59,17 +66,15 @@ def test_garbage_waiting_at_the_start_is_not_held_by_the_freeze() -> None:
 
 
 def test_a_host_that_froze_its_heap_keeps_it_frozen() -> None:
-    """Frozen objects can still die (the count may fall by the few a pytest-xdist worker's
-    threads let go meanwhile); neither freezing on top nor thawing would go unnoticed: the
-    count would grow by the objects made since, or drop to 0."""
+    """The host's own freeze is neither added to nor thawed (see SLACK)."""
     gc.freeze()
     try:
         own = gc.get_freeze_count()
         made = 1000
         keep = [[i] for i in range(made)]  # objects the host made since it froze
         with frozen_heap():
-            assert own - 50 <= gc.get_freeze_count() <= own  # not frozen on top
-        assert own - 50 <= gc.get_freeze_count() <= own  # and not thawed
+            assert own - SLACK <= gc.get_freeze_count() <= own  # not frozen on top
+        assert own - SLACK <= gc.get_freeze_count() <= own  # and not thawed
         assert len(keep) == made
     finally:
         gc.unfreeze()
