@@ -25,6 +25,14 @@ _SHEETS = {
     "use_types": ("use types", "use_types", "usetypes", "building use types"),
     "meters": ("meters", "meter"),
 }
+# How a row names its property, on every sheet that refers to one.
+_PROPERTY_REF = (
+    "Property Ref",
+    "Internal Ref",
+    "Property Reference",
+    "Portfolio Manager Property ID",
+    "PM Property ID",
+)
 _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
     "properties": {
         "ref": (
@@ -65,13 +73,7 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         "occupancy_pct": ("Occupancy", "Occupancy (%)", "Occupancy %"),
     },
     "buildings": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
+        "ref": _PROPERTY_REF,
         "name": ("Building Name", "Building"),
         "primary_use_type": ("Primary Use Type", "Primary Use"),
         "gfa": ("Gross Floor Area", "GFA", "Floor Area"),
@@ -85,26 +87,13 @@ _COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "use_types": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-        ),
+        "ref": _PROPERTY_REF,
         "building": ("Building Name", "Building"),
         "type": ("Use Type",),
         "gfa": ("Floor Area", "Gross Floor Area", "GFA"),
     },
     "meters": {
-        "ref": (
-            "Property Ref",
-            "Internal Ref",
-            "Property Reference",
-            "Portfolio Manager Property ID",
-            "PM Property ID",
-            "Portfolio Manager ID",  # downloads and the Create Meters template
-        ),
+        "ref": (*_PROPERTY_REF, "Portfolio Manager ID"),  # + downloads, Create Meters
         "building": ("Building Name", "Building"),
         "property_name": ("Property Name",),
         "name": ("Meter Name", "Meter"),
