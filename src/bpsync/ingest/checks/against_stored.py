@@ -150,8 +150,10 @@ def check_meter_with_stored(
     accepted = [i for i in kept if i not in rejected]
     result.accepted[key] = array("l", accepted)
     _warnings(m, accepted, stored, add, context.consumption_column)
-    # Its anomaly flags are worked out with every other such meter's (`flag_stored_meters`).
-    context.stored_flags.append((m, accepted, stored, add))
+    # Its anomaly flags are worked out with every other such meter's (`flag_stored_meters`),
+    # from the meter's arrays: its Python lists would be kept for every such meter till then
+    # (about 150 MB for a million rows over meters holding readings).
+    context.stored_flags.append((meter, accepted, stored, add))
 
 
 def _same_period(s: StoredReading, m: Any, i: int) -> bool:
@@ -317,9 +319,8 @@ def flag_stored_meters(result: ValidationResult, context: Any) -> None:
     hg = np.repeat(np.arange(len(pending), dtype=np.int64), n_old)
 
     def new(field: str, dtype: Any) -> np.ndarray:
-        return np.fromiter(
-            (getattr(m, field)[i] for m, acc, _, _ in pending for i in acc), dtype, len(tg)
-        )
+        parts = [getattr(m, field)[np.asarray(acc, np.int64)] for m, acc, _, _ in pending]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
     def old(read: Callable[[StoredReading], Any], dtype: Any) -> np.ndarray:
         return np.fromiter((read(r) for _, _, st, _ in pending for r in st), dtype, len(hg))
@@ -337,14 +338,15 @@ def flag_stored_meters(result: ValidationResult, context: Any) -> None:
         m, accepted, _, add = pending[p]
         i = accepted[q - int(first[p])]
         flag = FLAG_NAMES[codes[q]]
-        result.flags[(m.meter_id or m.key, m.rows[i])] = [flag]
+        row, col = int(m.rows[i]), int(m.cols[i])
+        result.flags[(m.meter_id or m.key, row)] = [flag]
         if flag in ("spike", "drop"):
             add(
                 flag,
                 flag_reason(flag),
-                m.rows[i],
+                row,
                 m.key,
                 "warning",
-                f"{m.consumption[i]:g}",
-                m.cols[i] if m.cols[i] >= 0 else context.consumption_column,
+                f"{float(m.consumption[i]):g}",
+                col if col >= 0 else context.consumption_column,
             )
