@@ -131,3 +131,46 @@ def test_a_blank_line_midway_hands_over_to_pandas(tmp_path: Path) -> None:
     got = _flat(table)
     assert [n for n, _ in got] == [*range(2, 12), *range(13, 30)]
     assert got[-1] == (29, ("m29", "2024-01-01", "2024-01-31", "29"))
+
+
+def _name(text: str) -> str | None:
+    return text.strip() or None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(st.lists(REGULAR, min_size=4, max_size=4), min_size=1, max_size=30),
+    ragged=st.booleans(),
+    bom=st.booleans(),
+    column=st.integers(0, 3),
+)
+def test_one_column_read_alone_gives_the_chunks_distinct_values(records, ragged, bom, column):
+    """The meter lookup reads one column by itself (`Table.distinct_texts`, Arrow parsing every
+    record but converting one field): the distinct names are those of the whole read, blank
+    rows and cells giving none. A file Arrow does not take (a short row) answers None, and the
+    caller reads its chunks instead."""
+    if ragged:
+        records = [*records, ["short"]]
+    buffer = io.StringIO()
+    buffer.write("Meter ID,Start Date,End Date,Consumption\n")
+    csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(records)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bills.csv"
+        path.write_text(buffer.getvalue(), encoding="utf-8-sig" if bom else "utf-8", newline="")
+        table = read_csv(path, delimiter=",")
+        alone = table.distinct_texts(column, _name, 1_000)
+        want = {_name(cells[column]) for _, cells in _flat(table) if column < len(cells)}
+    if ragged:
+        assert alone is None
+    else:
+        assert alone == want - {None}
+
+
+def test_one_column_read_alone_stops_past_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "bills.csv"
+    path.write_text(
+        "Meter ID,Usage\n" + "".join(f"m{i},1\n" for i in range(50)) + " m1 ,2\n", "utf-8"
+    )
+    table = read_csv(path)
+    assert table.distinct_texts(0, _name, 50) == {f"m{i}" for i in range(50)}  # " m1 " is m1
+    assert len(table.distinct_texts(0, _name, 10)) > 10  # stopped reading, said it is over

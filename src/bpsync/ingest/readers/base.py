@@ -57,6 +57,11 @@ class Table:
     # The reader's own columnar chunks (cells.columnar.Chunk), when it reads faster that way than row by
     # row (CSV through pandas); otherwise the rows are transposed.
     chunks: Callable[[int], Iterator[Any]] | None = None
+    # distinct_texts(index, fn, limit): the distinct fn(text) of one column's cells (None left
+    # out), read without making cells of the other columns; it stops once there are more than
+    # `limit`. None, or a call answering None, where the reader cannot read the file so: read
+    # its chunks instead. A table derived from another (other headers) sets it None, as chunks.
+    distinct_texts: Callable[[int, Callable[[str], Any], int], set[Any] | None] | None = None
 
     def rows(self) -> Iterator[Row]:
         return self._rows()

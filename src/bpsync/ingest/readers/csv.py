@@ -13,11 +13,12 @@ from __future__ import annotations
 import codecs
 import csv
 import itertools
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 from bpsync.ingest.cells.columnar import Chunk
+from bpsync.ingest.memory import give_back_memory
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import (
     HEADER_SEARCH_ROWS,
@@ -250,6 +251,17 @@ def read_csv(
         later = (row for row in rows() if row.number > done)
         yield from chunks_of_rows(later, size, text=True)
 
+    def distinct_texts(index: int, fn: Callable[[str], Any], limit: int) -> set[Any] | None:
+        plain_head = not any(
+            "\n" in c or "\r" in c for n, cells in head if n <= header_row for c in cells
+        )
+        if not plain_head or encoding not in ("utf-8", "utf-8-sig"):
+            return None
+        try:
+            return _arrow_distinct(path, delimiter, header_row, widest, index, fn, limit)
+        except _Irregular:
+            return None
+
     return Table(
         file=name,
         kind="csv",
@@ -259,6 +271,7 @@ def read_csv(
         encoding=encoding,
         delimiter=delimiter,
         chunks=chunks,
+        distinct_texts=distinct_texts,
     )
 
 
@@ -293,6 +306,82 @@ def _arrow_chunks(
     yield from _arrow_chunks_of(path, delimiter, header_row, width, size)
 
 
+def _arrow_options(
+    delimiter: str, header_row: int, width: int, include: list[str] | None, block: int = 8 << 20
+) -> Any:
+    """Arrow's read, parse and convert options for a regular UTF-8 file (see _arrow_chunks_of):
+    every field a string, any irregular record refused, `block` bytes parsed at a time."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = [str(j) for j in range(width)]
+
+    def refuse(_row: Any) -> str:
+        return "error"
+
+    return (
+        pacsv.ReadOptions(skip_rows=header_row, column_names=names, block_size=block),
+        pacsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char='"',
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=True,
+            ignore_empty_lines=False,
+            invalid_row_handler=refuse,
+        ),
+        pacsv.ConvertOptions(
+            column_types={n: pa.string() for n in (include or names)},
+            include_columns=include,
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            check_utf8=True,
+        ),
+    )
+
+
+def _arrow_distinct(
+    path: Path,
+    delimiter: str,
+    header_row: int,
+    width: int,
+    index: int,
+    fn: Callable[[str], Any],
+    limit: int,
+) -> set[Any]:
+    """The distinct fn(text) of column `index`: every record is parsed (an irregular one raises
+    _Irregular as in _arrow_chunks_of) but only that column becomes strings, so finding a
+    file's meters costs a fraction of reading it (the meter lookup waits for it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    # 1 MiB blocks: as quick as 8 MiB for one column (0.1 s for 54 MB), 60 MB less at the peak.
+    read, parse, convert = _arrow_options(delimiter, header_row, width, [str(index)], 1 << 20)
+    found: set[Any] = set()
+    try:
+        str(path).encode("utf-8")
+        source: Any = path
+    except UnicodeEncodeError:
+        source = open(path, "rb")  # noqa: SIM115 - closed below (Arrow takes UTF-8 paths only)
+    try:
+        with pacsv.open_csv(
+            source, read_options=read, parse_options=parse, convert_options=convert
+        ) as reader:
+            for batch in reader:
+                found.update(map(fn, pc.unique(batch.column(0)).to_pylist()))
+                found.discard(None)
+                if len(found) > limit:
+                    break
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError) as exc:
+        raise _Irregular from exc
+    finally:
+        if source is not path:
+            source.close()
+        give_back_memory()
+    return found
+
+
 def _arrow_chunks_of(
     source: Any, delimiter: str, header_row: int, width: int, size: int
 ) -> Iterator[Any]:
@@ -305,36 +394,13 @@ def _arrow_chunks_of(
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    names = [str(j) for j in range(width)]
-
-    def refuse(_row: Any) -> str:
-        return "error"
-
+    read, parse, convert = _arrow_options(delimiter, header_row, width, None)
     try:
         reader = pacsv.open_csv(
-            source,
-            read_options=pacsv.ReadOptions(
-                skip_rows=header_row, column_names=names, block_size=8 << 20
-            ),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char='"',
-                double_quote=True,
-                escape_char=False,
-                newlines_in_values=True,
-                ignore_empty_lines=False,
-                invalid_row_handler=refuse,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                check_utf8=True,
-            ),
+            source, read_options=read, parse_options=parse, convert_options=convert
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _Irregular from exc
-    pool = pa.default_memory_pool()
     first = header_row + 1
     pending: list[Any] = []
     held = 0
@@ -364,11 +430,11 @@ def _arrow_chunks_of(
                 table = pa.Table.from_batches(pending)
                 yield emit(table.slice(0, size))
                 pending, held = table.slice(size).to_batches(), held - size
-                pool.release_unused()  # the mapped chunk's memory back to the system
+                give_back_memory()  # the mapped chunk's memory back to the system
         if held:
             yield emit(pa.Table.from_batches(pending))
         pending = []
-        pool.release_unused()
+        give_back_memory()
 
 
 # Characters Python's str.isspace() may take for a space: a cell made only of these might be

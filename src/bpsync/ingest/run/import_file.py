@@ -41,6 +41,7 @@ from bpsync.ingest.lookup.fetch import (
 )
 from bpsync.ingest.lookup.meter_map import load_meter_map
 from bpsync.ingest.lookup.new_meters import create_meters, plan_meter_creation
+from bpsync.ingest.memory import give_back_memory
 from bpsync.ingest.problems import IngestError, Problem
 from bpsync.ingest.run.prepare import Prepared, check, choose_template, named_meters, prepare
 from bpsync.ingest.run.runtime import frozen_heap, quick_handoffs
@@ -354,6 +355,7 @@ async def _check_as_stored_arrive(
     async with _background(feed) as feeding:
         try:
             result = await asyncio.to_thread(check, prepared, existing=arriving, today=today)
+            give_back_memory()
         except StoredUnavailable:
             await feeding  # raises why the readings could not be fetched
             raise
@@ -365,16 +367,19 @@ def _reader(path: Path, options: ImportOptions) -> Callable[[Any], Prepared]:
     """`prepare` of the file with a catalog, or a function giving it when it is first needed."""
 
     def read(catalog: Any) -> Prepared:
-        return prepare(
-            path,
-            options.template,
-            catalog=catalog,
-            template_dirs=options.template_dirs,
-            sheet=options.sheet,
-            include_hidden=options.include_hidden,
-            meter=options.meter,
-            date_order=options.date_order,  # type: ignore[arg-type]
-        )
+        try:
+            return prepare(
+                path,
+                options.template,
+                catalog=catalog,
+                template_dirs=options.template_dirs,
+                sheet=options.sheet,
+                include_hidden=options.include_hidden,
+                meter=options.meter,
+                date_order=options.date_order,  # type: ignore[arg-type]
+            )
+        finally:
+            give_back_memory()  # what reading freed, before the checks allocate theirs
 
     return read
 

@@ -301,7 +301,7 @@ def _read_back(table: Table) -> Table:
         h if csv_unquote(h.text) == h.text else parse_header(csv_unquote(h.text), h.index)
         for h in table.headers
     ]
-    return replace(table, headers=headers, _rows=unquoted, chunks=None)
+    return replace(table, headers=headers, _rows=unquoted, chunks=None, distinct_texts=None)
 
 
 def _some(table: Table, limit: int = 8) -> str:
@@ -378,6 +378,10 @@ def named_meters(
     header = columns.meter if columns is not None else None
     index = header.index if header is not None else 0
     names: set[str] = set()
+    if table.distinct_texts is not None:  # the meter column read by itself
+        alone = table.distinct_texts(index, _meter_name, MAX_NAMED_METERS)
+        if alone is not None:
+            return (t.meter.by, alone) if len(alone) <= MAX_NAMED_METERS else None
     for chunk in table_chunks(table):
         names.update(
             str(x)

@@ -293,6 +293,7 @@ class _Build(Report):
             headers=headers,
             _rows=lambda: iter(rows),
             chunks=None,
+            distinct_texts=None,
             kind="csv",
             notes=[*self.table.notes, *self.notes],
             problems=[*self.table.problems, *sorted(self.problems, key=_row_of)],

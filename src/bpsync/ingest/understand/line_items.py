@@ -179,7 +179,14 @@ def recognise_line_items(table: Table) -> tuple[Table, Template] | None:
         for number, cells in rows:
             yield Row(number, cells)
 
-    daily = replace(table, headers=headers, _rows=source, chunks=None, notes=[*table.notes, *notes])
+    daily = replace(
+        table,
+        headers=headers,
+        _rows=source,
+        chunks=None,
+        distinct_texts=None,
+        notes=[*table.notes, *notes],
+    )
     spec = (
         MeterSpec(by="building_name", building_column=("Site",), name_column=("Service",))
         if cols.site is not None
