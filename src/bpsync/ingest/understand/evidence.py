@@ -7,21 +7,30 @@ contradicts itself is refused, never guessed."""
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from bpsync.ingest.cells.dates import DateError, DateOrder, DateOrderEvidence, parse_date
-from bpsync.ingest.cells.values import Header, cell_text, is_blank
+from bpsync.ingest.cells.values import Header, cell_text
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import Table
 from bpsync.ingest.readers.chunks import table_chunks
 from bpsync.ingest.understand.columns import Columns, resolve_columns
+from bpsync.ingest.understand.dated_columns import (
+    OrderScan,
+    dated_rows,
+    order_evidence_by_chunks,
+    period_counts,
+)
 from bpsync.ingest.understand.templates import Template, TemplateError
 
 # Look at this many date cells before deciding the file writes no all-numeric dates.
 DATE_SCAN_LIMIT = 1000
+# Rows read one by one for the date order before a file the reader reads in column chunks
+# carries on in them (most files prove their order, or write no 03/04 dates, well before).
+ORDER_ROWS = 1000
 
 
 @dataclass
@@ -53,14 +62,13 @@ def scan_date_order(
         if f in columns.fields
     ]
     evidence = DateOrderEvidence()
-    seen = 0
     if idx:
-        for row in table.rows():
-            for i in idx:
-                evidence.observe(row.cells[i] if i < len(row.cells) else None)
-            seen += len(idx)
-            if evidence.decided or (seen >= DATE_SCAN_LIMIT and not evidence.numeric):
-                break
+        scan = OrderScan(evidence)
+        _order_evidence_by_rows(
+            table, idx, scan, ORDER_ROWS if table.chunks else None, DATE_SCAN_LIMIT
+        )
+        if not scan.stopped:
+            order_evidence_by_chunks(table, idx, scan, DATE_SCAN_LIMIT)
     if evidence.ambiguous and not evidence.decided and template.date_order is None:
         decided = order_from_periods(table, template, columns)
         if decided is not None:
@@ -73,6 +81,25 @@ def scan_date_order(
             where=Where(table.file, table.sheet),
             code="ambiguous_dates",
         ) from None
+
+
+def _order_evidence_by_rows(
+    table: Table, idx: list[int], scan: OrderScan, rows: int | None, limit: int
+) -> None:
+    """Observe the date cells row by row until a value proves the order or `limit` cells hold
+    no all-numeric date (`scan.stopped`), or (not stopped) past `rows` rows."""
+    evidence = scan.evidence
+    for count, row in enumerate(table.rows(), start=1):
+        for i in idx:
+            evidence.observe(row.cells[i] if i < len(row.cells) else None)
+        scan.seen += len(idx)
+        scan.last_row = row.number
+        if evidence.decided or (scan.seen >= limit and not evidence.numeric):
+            scan.stopped = True
+            return
+        if rows is not None and count >= rows:
+            return
+    scan.stopped = True
 
 
 # Rows read for the period evidence; a bill longer than this many days is not plausible.
@@ -143,10 +170,6 @@ def order_from_periods(
     return None
 
 
-def _convention_key(meter: str, building: str | None) -> str:
-    return meter if building is None else f"{building}\x1f{meter}"
-
-
 def scan_period_convention(
     table: Table, template: Template, columns: Columns, order: DateOrder | None
 ) -> tuple[frozenset[str], list[str]]:
@@ -156,26 +179,21 @@ def scan_period_convention(
     f = columns.fields
     if not ("start_date" in f and "end_date" in f):
         return frozenset(), []
-    periods: dict[str, list[tuple[dt.date, dt.date]]] = {}
-    for key, (start, end) in _dated_rows(
-        table, template, columns, order, ("start_date", "end_date")
-    ):
-        periods.setdefault(key, []).append((start, end))
+    dated = dated_rows(table, template, columns, order, ("start_date", "end_date"))
+    pairs, same, next_day = period_counts(dated)
     touching: list[str] = []
     inclusive: list[str] = []
     unknown: list[str] = []
     chosen: set[str] = set()
-    for key, items in periods.items():
-        items.sort()
-        pairs = list(itertools.pairwise(items))
-        same = sum(1 for (_, e), (s, _) in pairs if e == s)
-        next_day = sum(1 for (_, e), (s, _) in pairs if e + dt.timedelta(days=1) == s)
+    for key, n, s, d in zip(
+        dated.keys, pairs.tolist(), same.tolist(), next_day.tolist(), strict=True
+    ):
         label = key.replace("\x1f", " / ")
-        if same > next_day:
+        if s > d:
             chosen.add(key)
-            touching.append(f"{label} ({same} of {len(pairs)} consecutive bills)")
-        elif next_day:
-            inclusive.append(f"{label} ({next_day} of {len(pairs)} consecutive bills)")
+            touching.append(f"{label} ({s} of {n} consecutive bills)")
+        elif d:
+            inclusive.append(f"{label} ({d} of {n} consecutive bills)")
         else:
             unknown.append(label)
     notes = []
@@ -365,61 +383,26 @@ def scan_read_dates(
     (each from the day after the previous read to its own read date). Returns each meter's read
     days mapped to the previous one (-1 for a meter's first read, which starts no period) and a
     note for the dry run."""
-    reads: dict[str, set[int]] = {}
-    for key, (day,) in _dated_rows(table, template, columns, order, ("bill_date",)):
-        reads.setdefault(key, set()).add(day.toordinal())
-    previous: dict[str, dict[int, int]] = {}
-    for key, days in reads.items():
-        ordered = sorted(days)
-        previous[key] = dict(zip(ordered, [-1, *ordered[:-1]], strict=True))
+    dated = dated_rows(table, template, columns, order, ("bill_date",))
+    sort = np.lexsort((dated.days[0], dated.key))
+    key, day = dated.key[sort], dated.days[0][sort]
+    fresh = np.ones(len(key), dtype=bool)  # a meter's first row of each read day
+    fresh[1:] = (key[1:] != key[:-1]) | (day[1:] != day[:-1])
+    key, day = key[fresh], day[fresh]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    before = np.empty_like(day)
+    before[1:] = day[:-1]
+    before[first] = -1
+    bounds = [*np.flatnonzero(first).tolist(), len(key)]
+    days, befores = day.tolist(), before.tolist()
+    previous: dict[str, dict[int, int]] = {
+        name: dict(zip(days[a:b], befores[a:b], strict=True))
+        for name, a, b in zip(dated.keys, bounds, bounds[1:], strict=False)
+    }
     note = (
         "periods from consecutive read dates: each runs from the day after the meter's previous "
         f"read to its own read date; the first read of each meter ({len(previous)}) starts no "
         "period and is skipped (its usage covers days before the file)"
     )
     return previous, note
-
-
-def _dated_rows(
-    table: Table, template: Template, columns: Columns, order: DateOrder | None, names: tuple
-) -> Iterator[tuple[str, tuple[dt.date, ...]]]:
-    """(meter key, the row's dates in `names`' columns) of every row whose meter and dates read;
-    the others are the row mapping's to report."""
-    idx = [columns.fields[n].index for n in names]
-    for row in table.rows():
-        cells = row.cells
-        key = _row_key(template, columns, cells)
-        if key is None:
-            continue
-        try:
-            yield (
-                key,
-                tuple(
-                    parse_date(
-                        cells[i] if i < len(cells) else None,
-                        order,
-                        template.date_format,
-                        table.date_epoch,
-                    )
-                    for i in idx
-                ),
-            )
-        except DateError:
-            continue
-
-
-def _row_key(template: Template, columns: Columns, cells: tuple[object, ...]) -> str | None:
-    """The meter key a row's period convention and read dates are kept under."""
-
-    def at(h: Header | None) -> object:
-        return cells[h.index] if h is not None and h.index < len(cells) else None
-
-    if template.fixed_meter:
-        return template.fixed_meter
-    if template.meter.by == "building_name":
-        b, n = at(columns.building), at(columns.meter_name)
-        if is_blank(b) or is_blank(n):
-            return None
-        return _convention_key(cell_text(n).strip(), cell_text(b).strip())
-    m = at(columns.meter)
-    return None if is_blank(m) else cell_text(m).strip()
