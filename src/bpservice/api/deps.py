@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic_core import to_json
-from sqlalchemy import Select, func, select
+from sqlalchemy import Integer, Row, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from bpservice.auth import Principal
@@ -192,6 +192,48 @@ def paginate(
     return items, session.connection().execute(count).scalar() or 0
 
 
+# The page of a list and the list's length in one query: the page's items are picked by id
+# (filtered, ordered, LIMIT :limit OFFSET :offset) and joined to the columns they show, so
+# columns that cost a subquery are worked out for the page's rows only; `total` is an
+# uncorrelated COUNT(*) of the same ids, which SQLite and PostgreSQL run once per query (an index
+# count, as a count query of its own would). COUNT(*) OVER () would buffer every matching row:
+# 3.7 ms instead of 0.2 ms for a meter with 6,000 readings on SQLite.
+LIMIT = bindparam("limit", type_=Integer)
+OFFSET = bindparam("offset", type_=Integer)
+
+
+def counted_page_of(ids: Select[Any], order: list[Any], *columns: Any) -> Select[Any]:
+    """The statement `counted_page` runs: `ids` selects the listed items' `id` column (filtered),
+    `order` sorts them (ending with a unique key), `columns` are what each item shows, from the
+    table `ids` selects."""
+    total = select(func.count()).select_from(ids.subquery()).scalar_subquery()
+    page = ids.order_by(*order).limit(LIMIT).offset(OFFSET).subquery("page")
+    table = ids.selected_columns[0].table
+    return (
+        select(*columns, total.label("total"))
+        .join_from(page, table, table.c.id == page.c.id)
+        .order_by(*order)
+    )
+
+
+def counted_page(
+    session: Session, statement: Select[Any], binds: dict[str, Any], params: PageParams
+) -> tuple[list[Row[Any]], int]:
+    """The page's rows (`statement` from `counted_page_of`) and the list's total, in one query.
+    An empty page tells no total: the first page is then the whole (empty) list; a page past
+    the end asks for the list's first row, which carries the total."""
+    connection = session.connection()
+    rows = list(
+        connection.execute(statement, {**binds, "limit": params.per_page, "offset": params.offset})
+    )
+    if rows:
+        return rows, rows[0].total
+    if params.page == 1:
+        return rows, 0
+    first = connection.execute(statement, {**binds, "limit": 1, "offset": 0}).first()
+    return rows, first.total if first is not None else 0
+
+
 def json_page(items: list[dict[str, Any]], params: PageParams, total: int) -> Response:
     """A list page built straight from table rows (`paginate(..., rows=True)`), written by
     pydantic's serializer without validating the items the database has just given (the same
@@ -231,9 +273,48 @@ def load_building(
     return building
 
 
-def load_meter(session: Session, principal: Principal, building_id: str, meter_id: str) -> Meter:
-    building = load_building(session, principal, building_id)
-    meter = session.get(Meter, meter_id)
-    if meter is None or meter.building_id != building.id:
+_METER_COLUMNS = (
+    Meter.id,
+    Meter.building_id,
+    Meter.type,
+    Meter.name,
+    Meter.unit,
+    Meter.source,
+    Meter.provider,
+    Meter.status,
+    Meter.latest_reading_date,
+    Meter.created_at,
+)
+# The building (who may see it) and, when it is the building's, the meter: one prebuilt query.
+_METER_IN_BUILDING = (
+    select(
+        Building.org_id.label("building_org_id"),
+        Building.environment.label("building_environment"),
+        Building.property_id.label("building_property_id"),
+        *_METER_COLUMNS,
+    )
+    .select_from(Building)
+    .outerjoin(Meter, (Meter.id == bindparam("m_id")) & (Meter.building_id == Building.id))
+    .where(Building.id == bindparam("b_id"))
+)
+
+
+def load_meter(session: Session, principal: Principal, building_id: str, meter_id: str) -> Any:
+    """The meter's columns (a row, read-only) in one query: 404 for the building when it does
+    not exist or the caller may not see it (as `load_building`), else 404 for the meter when it
+    is not one of the building's."""
+    row = (
+        session.connection()
+        .execute(_METER_IN_BUILDING, {"b_id": building_id, "m_id": meter_id})
+        .first()
+    )
+    if (
+        row is None
+        or row.building_org_id != principal.org_id
+        or row.building_environment != principal.environment
+        or not principal.can_see_property(row.building_property_id)
+    ):
+        raise not_found("building", building_id)
+    if row.id is None:
         raise not_found("meter", meter_id)
-    return meter
+    return row

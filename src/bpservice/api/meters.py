@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import Select, bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from bpservice.api.deps import (
@@ -16,6 +17,8 @@ from bpservice.api.deps import (
     ReadSession,
     Recalc,
     WriteSession,
+    counted_page,
+    counted_page_of,
     load_building,
     load_meter,
     paginate,
@@ -65,7 +68,8 @@ def list_meters(building_id: str, principal: Read, session: ReadSession, pages: 
 
 @router.get("/{meter_id}", response_model=Data[MeterOut], responses=read_responses(404))
 def get_meter(building_id: str, meter_id: str, principal: Read, session: ReadSession) -> dict:
-    return {"data": meter_view(load_meter(session, principal, building_id, meter_id))}
+    with session:  # closed here, in the endpoint's thread (deps: no trip to another)
+        return {"data": meter_view(load_meter(session, principal, building_id, meter_id))}
 
 
 @router.post(
@@ -335,15 +339,40 @@ def list_readings(
         str, Query(pattern="^-?start_date$", description="start_date (default) or -start_date")
     ] = "start_date",
 ) -> dict:
-    meter = load_meter(session, principal, building_id, meter_id)
-    query = select(Reading).where(Reading.meter_id == meter.id)
-    if start_date is not None:
-        query = query.where(Reading.start_date >= start_date)
-    if end_date is not None:
-        query = query.where(Reading.end_date <= end_date)
-    order = Reading.start_date.desc() if sort.startswith("-") else Reading.start_date
-    rows, total = paginate(session, query.order_by(order), pages)
+    with session:  # closed here, in the endpoint's thread (deps: no trip to another)
+        load_meter(session, principal, building_id, meter_id)
+        statement = _readings_page(start_date is not None, end_date is not None, sort)
+        binds = {"meter_id": meter_id, "since": start_date, "until": end_date}
+        rows, total = counted_page(session, statement, binds, pages)
     return {"data": [reading_view(r) for r in rows], "meta": pages.meta(total)}
+
+
+_READING_COLUMNS = (
+    Reading.id,
+    Reading.meter_id,
+    Reading.start_date,
+    Reading.end_date,
+    Reading.consumption,
+    Reading.unit,
+    Reading.cost,
+    Reading.cost_currency,
+    Reading.demand_kw,
+    Reading.source,
+    Reading.anomaly_flags,
+    Reading.created_at,
+)
+
+
+@functools.cache
+def _readings_page(since: bool, until: bool, sort: str) -> Select[Any]:
+    """A meter's readings page and their total (deps.counted_page), built once per shape."""
+    ids = select(Reading.id).where(Reading.meter_id == bindparam("meter_id"))
+    if since:
+        ids = ids.where(Reading.start_date >= bindparam("since"))
+    if until:
+        ids = ids.where(Reading.end_date <= bindparam("until"))
+    order = Reading.start_date.desc() if sort.startswith("-") else Reading.start_date
+    return counted_page_of(ids, [order], *_READING_COLUMNS)
 
 
 @router.delete(

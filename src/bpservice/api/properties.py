@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, func, select
 
 from bpservice.api.deps import (
     Clock,
     Pagination,
     ReadSession,
     WriteSession,
+    counted_page,
+    counted_page_of,
     load_property,
-    paginate,
     require,
 )
 from bpservice.api.responses import read_responses, write_responses
@@ -28,9 +30,9 @@ from bpservice.api.schemas import (
     PropertyUpdate,
 )
 from bpservice.api.types import Country, PropertyType
-from bpservice.api.views import building_totals, property_created, property_detail, property_summary
+from bpservice.api.views import property_created, property_detail, property_summary
 from bpservice.auth import Principal
-from bpservice.db.models import Property, User
+from bpservice.db.models import Building, Property, User
 from bpservice.errors import APIError, validation_error
 from bpservice.events import record_event
 from bpservice.ids import new_id
@@ -65,30 +67,64 @@ def list_properties(
         ),
     ] = "created_at",
 ) -> dict:
-    column = SORTABLE.get(sort.removeprefix("-"))
-    if column is None:
+    if sort.removeprefix("-") not in SORTABLE:
         raise validation_error(
             f"sort must be one of {', '.join(SORTABLE)} (optionally with a leading -)", "sort"
         )
-    descending = sort.startswith("-")
-    query = select(Property).where(
-        Property.org_id == principal.org_id, Property.environment == principal.environment
-    )
+    filters = {"type": filter_type, "country": filter_country, "status": filter_status}
+    binds = {name: value for name, value in filters.items() if value}
+    statement = _list_page(sort, tuple(binds), principal.property_access is not None)
+    binds |= {"org_id": principal.org_id, "environment": principal.environment}
     if principal.property_access is not None:
-        query = query.where(Property.id.in_(principal.property_access))
-    if filter_type:
-        query = query.where(Property.type == filter_type)
-    if filter_country:
-        query = query.where(Property.country == filter_country)
-    if filter_status:
-        query = query.where(Property.status == filter_status)
-    order = [column.desc(), Property.id.desc()] if descending else [column, Property.id]
-    rows, total = paginate(session, query.order_by(*order), pages)
-    totals = building_totals(session, [p.id for p in rows])
+        binds["access"] = sorted(principal.property_access)
+    with session:  # closed here, in the endpoint's thread (deps: no trip to another)
+        rows, total = counted_page(session, statement, binds, pages)
     return {
-        "data": [property_summary(p, totals.get(p.id, (0, 0.0))) for p in rows],
+        "data": [property_summary(p, (p.building_count, float(p.total_gfa or 0))) for p in rows],
         "meta": pages.meta(total),
     }
+
+
+_SUMMARY_COLUMNS = (
+    Property.id,
+    Property.name,
+    Property.street,
+    Property.city,
+    Property.state,
+    Property.postal_code,
+    Property.country,
+    Property.type,
+    Property.internal_ref,
+    Property.status,
+    Property.created_at,
+    Property.updated_at,
+    # building_count and total_gfa_m2, from the buildings themselves (views.building_totals)
+    select(func.count(Building.id))
+    .where(Building.property_id == Property.id)
+    .scalar_subquery()
+    .label("building_count"),
+    select(func.sum(Building.gfa_m2))
+    .where(Building.property_id == Property.id)
+    .scalar_subquery()
+    .label("total_gfa"),
+)
+
+
+@functools.cache
+def _list_page(sort: str, filters: tuple[str, ...], restricted: bool) -> Select[Any]:
+    """The list's page, its total and its buildings' totals in one query (deps.counted_page),
+    built once per shape: the sort, which filters are given, whether access is restricted."""
+    ids = select(Property.id).where(
+        Property.org_id == bindparam("org_id"),
+        Property.environment == bindparam("environment"),
+    )
+    if restricted:
+        ids = ids.where(Property.id.in_(bindparam("access", expanding=True)))
+    for name in filters:
+        ids = ids.where(getattr(Property, name) == bindparam(name))
+    column = SORTABLE[sort.removeprefix("-")]
+    order = [column.desc(), Property.id.desc()] if sort.startswith("-") else [column, Property.id]
+    return counted_page_of(ids, order, *_SUMMARY_COLUMNS)
 
 
 @router.get("/{property_id}", response_model=Data[PropertyDetail], responses=read_responses(404))
