@@ -1,7 +1,8 @@
 """The inferred mapping's cost: `prepare` of a file no template names, against the same data under
 a template (issue 32 item 4).
 
-    .venv/bin/python bench/bench_inferred.py [--rows 100000] [--dates mdy|iso] [--profile]
+    .venv/bin/python bench/bench_inferred.py [--rows 100000] [--dates mdy|iso] [--runs 1]
+        [--xlsx] [--profile]
 
 Generates two CSVs holding the same bills (1,000 meters x monthly bills, inclusive end dates,
 kWh and cost): one with `long_csv`'s headers ("Meter ID", "Start Date", ...), one with a utility
@@ -9,8 +10,9 @@ portal's ("Meter Number", "Bill Start", "Bill End", "Total Usage (kWh)", "Bill A
 template names, so `prepare(path, "auto")` infers the mapping: it profiles the columns and
 decides the date order, the decimal separator and each meter's period convention (end_date =
 "auto") from the data. Each `prepare` runs in a fresh process, compiled as bench_ingest.py's are;
-prints both times and their ratio (target: inferred within 1.2x of the template). `--profile`
-prints the inferred run's top functions by cumulative time instead.
+prints both times and their ratio (target: inferred within 1.2x of the template), `--runs`
+times. `--xlsx` times the same bills as workbooks (date cells, numbers); `--profile` prints the
+inferred run's top functions by cumulative time instead.
 """
 
 from __future__ import annotations
@@ -62,6 +64,24 @@ def make_csvs(template_path: Path, portal_path: Path, rows: int, dates: str) -> 
                 wb.writerow([f"E-{m:05d}", s, e, usage, f"${cost}"])
                 start = end + dt.timedelta(days=1)
                 n += 1
+
+
+def to_xlsx(csv_path: Path, path: Path, dates: str) -> None:
+    """The CSV as a workbook: real date cells and numbers, text elsewhere."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("Bills")
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        for n, row in enumerate(csv.reader(fh)):
+            if n:
+                row[1:3] = [dt.datetime.strptime(d, _FORMATS[dates]) for d in row[1:3]]
+                row[3] = float(row[3])
+            sheet.append(row)
+    book.save(path)
+
+
+_FORMATS = {"iso": "%Y-%m-%d", "mdy": "%m/%d/%Y"}
 
 
 def _catalog():  # type: ignore[no-untyped-def]
@@ -120,6 +140,7 @@ def main() -> None:
     parser.add_argument("--dates", choices=("mdy", "iso"), default="mdy")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--xlsx", action="store_true", help="the same bills as workbooks")
     parser.add_argument("--measure", nargs=2, metavar=("KIND", "PATH"))
     args = parser.parse_args()
     if args.measure:
@@ -129,11 +150,16 @@ def main() -> None:
         template_path = Path(tmp) / "bills.csv"
         portal_path = Path(tmp) / "portal.csv"
         make_csvs(template_path, portal_path, args.rows, args.dates)
+        if args.xlsx:
+            books = template_path.with_suffix(".xlsx"), portal_path.with_suffix(".xlsx")
+            to_xlsx(template_path, books[0], args.dates)
+            to_xlsx(portal_path, books[1], args.dates)
+            template_path, portal_path = books
         if args.profile:
             profile_one(str(portal_path))
             return
         env = compiled_env()
-        print(f"{args.rows:,} rows, {args.dates} dates")
+        print(f"{args.rows:,} rows, {args.dates} dates, {template_path.suffix[1:].upper()}")
         for _ in range(args.runs):
             template = run("template", template_path, env)
             inferred = run("inferred", portal_path, env)
