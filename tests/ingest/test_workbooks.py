@@ -299,3 +299,38 @@ def test_a_run_of_blank_rows_ends_the_sheet_in_both_readers(tmp_path: Path, monk
     table = read_xlsx(path)
     assert [r.number for r in table.rows()] == [2, 5]
     assert [n for n, _ in _chunked(table)] == [2, 5]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(st.lists(CELL, max_size=7), max_size=25),
+    offset=st.integers(0, 2),
+    title_rows=st.integers(0, 2),
+)
+def test_one_column_read_alone_gives_the_chunks_distinct_values(rows, offset, title_rows):
+    """The meter lookup reads one column by itself (`Table.distinct_texts`, calamine's rows
+    without making chunks): every column gives the same distinct values as the import's chunks,
+    whatever the sheet's first used column, the rows above the header, the error cells."""
+    from bpsync.ingest.cells.values import cell_text, is_blank
+
+    def name(value: object) -> str | None:
+        return None if is_blank(value) else cell_text(value).strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        wb = Workbook()
+        ws = wb.active
+        for _ in range(title_rows):
+            ws.append([None] * offset + ["Monthly bills"])
+        ws.append([None] * offset + HEADER)
+        for row in rows:
+            ws.append([None] * offset + row)
+        path = Path(tmp) / "random.xlsx"
+        wb.save(path)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(xlsx_reader, "_cached", None)
+            table = read_xlsx(path)
+            cells = _chunked(table)
+            width = max([len(c) for _, c in cells] + [len(table.headers)])
+            for index in range(width):
+                want = {name(c[index]) for _, c in cells if index < len(c)} - {None}
+                assert table.distinct_texts(index, name, 1_000) == want, index

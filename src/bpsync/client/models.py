@@ -77,11 +77,11 @@ class AnomalyFlag(StrEnum):
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     def body(self, *, partial: bool = False) -> dict[str, Any]:
         """JSON body: creates leave out unset optionals; PATCHes send exactly what was set (so an
@@ -299,7 +299,7 @@ class ReadingSpan(BaseModel):
     """A stored reading's period and consumption, what overlap and anomaly checks compare
     against (`readings.spans_many`): the answer's other fields are skipped, not validated."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     id: ReadingId
     meter_id: MeterId
@@ -537,7 +537,7 @@ class Webhook(Model):
     """A stored subscription (docs/decisions.md (webhooks section)). The signing secret is write-only: the
     service returns it once, on creation, only when it generated it (see `WebhookCreated`)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     id: str
     url: str
@@ -556,7 +556,7 @@ class Webhook(Model):
 class WebhookCreated(Webhook):
     """The creation answer: `secret` holds the service-generated secret (masked in repr/str)."""
 
-    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, defer_build=True)
 
     secret: Any = None
 

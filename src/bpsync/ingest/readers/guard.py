@@ -184,7 +184,9 @@ def check_sheet_extent(
     def quick(data: bytes) -> bool:
         nonlocal last6
         seen["odd"] = (
-            seen["odd"] or any(odd in data for odd in _ODD_SPACE) or _references_missing(data)
+            seen["odd"]
+            or (_spaced(data) and any(odd in data for odd in _ODD_SPACE))
+            or _references_missing(data)
         )
         if _DIGITS6.search(data):  # rows 100,000 and beyond: few pieces of most sheets
             seen["d6"] = True
@@ -351,13 +353,21 @@ def _scan(archive: zipfile.ZipFile, member: str, look: Callable[[bytes], bool]) 
         return False  # damaged: the parser says so in its own words
 
 
+def _spaced(data: bytes) -> bool:
+    """Whether the piece holds a tab or a line break at all (one byte each, found at memory
+    speed): only then can a reference or a tag name be followed by one. A sheet's XML mostly
+    has a single line break, after its declaration; the searches for where they stand took
+    half of the extent check (0.15 s of 0.34 s for a 25 MB sheet)."""
+    return b"\n" in data or b"\r" in data or b"\t" in data
+
+
 def _references_missing(data: bytes) -> bool:
     """Whether some cell or row of these whole tags has no `r`. Counted, not searched tag by tag
     (a search per tag took 1 s for a 29 MB sheet of 100,000 rows): within a sheet only rows and
     cells carry ` r="`, so every one has its reference when the counts agree. A tag without
     attributes, with other whitespace after its name, or with a namespace prefix (not counted
     as a tag) makes them differ or is found directly: the sheet is then walked exactly."""
-    if b"<c>" in data or b"<row>" in data or _TAG_ODD_SPACE.search(data):
+    if b"<c>" in data or b"<row>" in data or (_spaced(data) and _TAG_ODD_SPACE.search(data)):
         return True
     return data.count(b' r="') != data.count(b"<c ") + data.count(b"<row ")
 

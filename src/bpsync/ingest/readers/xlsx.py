@@ -18,7 +18,7 @@ import re
 import threading
 import zipfile
 import zlib
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import ParseError
@@ -279,6 +279,45 @@ class Book:
             return self._errors[title]
 
 
+def distinct_texts(
+    book: Book, title: str, header_row: int, index: int, fn: Callable[[Any], Any], limit: int
+) -> set[Any] | None:
+    """The distinct fn(value) of column `index` below `header_row` (None left out), straight
+    from calamine's rows, no Chunk made of the other cells: a tenth of a full read. Error
+    cells count as their text, as in `rows`. Rows past a long blank run (which `rows` does
+    not read) are read too: what it finds is never less than the rows give. None when
+    openpyxl reads this workbook."""
+    if book._calamine is None:
+        return None
+    found: set[Any] = set()
+    seen: set[Any] = {(str, "")}
+
+    def add(value: Any) -> bool:
+        """False once more than `limit` are found."""
+        key = (value.__class__, value)  # False, 0 and 0.0 are one set member, not one cell
+        if key not in seen:
+            seen.add(key)
+            name = fn(value)
+            if name is not None:
+                found.add(name)
+        return len(found) <= limit
+
+    try:
+        sheet = book._sheet(title)
+        errors = book._error_cells(title)
+        column = index - (sheet.start[1] if sheet.start else 0)
+        for number, cells in errors.items():
+            if number > header_row and not all(add(t) for at, t in cells if at == index):
+                return found
+        if column >= 0:
+            for row in itertools.islice(sheet.iter_rows(), header_row, None):
+                if len(row) > column and not add(row[column]):
+                    break
+    except _DAMAGE as exc:
+        raise book._damaged(title, exc) from None
+    return found
+
+
 def _is_xlsx(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as z:
@@ -531,4 +570,7 @@ def read_xlsx(
         ),
         date_epoch=book.epoch,
         chunks=chunks,
+        distinct_texts=lambda index, fn, limit: distinct_texts(
+            open_book(path, name), title, header_row, index, fn, limit
+        ),
     )
