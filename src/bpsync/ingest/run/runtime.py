@@ -1,14 +1,19 @@
-"""Interpreter settings for the length of an import's local work (bench/bench_dryrun.py measured
+"""How an import runs its steps side by side: `background` work beside a block, and interpreter
+settings for the length of an import's local work (bench/bench_dryrun.py measured
 both). Both are process-wide, so each is counted: imports running at once (the watcher, the app)
 leave the setting in place until the last of them ends, then the process's own is restored."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # The event loop reads the stored-readings prefetch's answers while a worker thread reads the
 # file. At Python's default 5 ms switch interval every socket read waits for the reader's time
@@ -73,3 +78,17 @@ quick_handoffs = _Shared(_shorter_switch_interval)
 
 frozen_heap = _Shared(_freeze)
 """The objects alive when an import starts left out of collections until it ends."""
+
+
+@contextlib.asynccontextmanager
+async def background(work: Coroutine[Any, Any, T]) -> AsyncIterator[asyncio.Task[T]]:
+    """`work` running alongside the block; cancelled (and its failure dropped) if the block ends
+    without awaiting it."""
+    task = asyncio.create_task(work)
+    try:
+        yield task
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
