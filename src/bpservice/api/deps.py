@@ -41,10 +41,7 @@ async def get_clock(request: Request) -> Callable[[], dt.datetime]:
     return request.app.state.settings.clock
 
 
-async def _principal(
-    request: Request,
-    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
+def _principal(request: Request) -> Principal:
     principal: Principal | None = request.scope.get("state", {}).get("principal")
     if principal is None:
         error = APIError(
@@ -58,9 +55,15 @@ async def _principal(
 
 
 def require(scope: str, *, write: bool = False) -> Callable[..., Awaitable[Principal]]:
-    """A dependency admitting callers that hold `scope`; `write` also refuses read-only users."""
+    """A dependency admitting callers that hold `scope`; `write` also refuses read-only users.
+    One dependency, not one on top of another that finds the caller: each level FastAPI solves
+    costs every request."""
 
-    async def dependency(principal: Annotated[Principal, Depends(_principal)]) -> Principal:
+    async def dependency(
+        request: Request,
+        _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Principal:
+        principal = _principal(request)
         if scope not in principal.scopes:
             raise APIError(
                 403,
