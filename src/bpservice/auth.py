@@ -9,10 +9,11 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
 from bpservice.db.models import ApiKey, User
+from bpservice.db.session import Database
 from bpservice.domain.vocab import KEY_PREFIX, SCOPES
 
 _KEY_ALPHABET = string.ascii_letters + string.digits
@@ -63,7 +64,7 @@ class Principal:
 
 
 # Built once: the key's lookup runs on every request, and building the statement cost as much as
-# running it. Plain columns on the session's connection (no ORM objects): one indexed SELECT.
+# running it. Plain columns on a bare connection (no session, no ORM objects): one indexed SELECT.
 _KEY_LOOKUP = (
     select(
         ApiKey.id,
@@ -79,13 +80,13 @@ _KEY_LOOKUP = (
 )
 
 
-def resolve_api_key(session: Session, key: str, now: dt.datetime) -> Principal | None:
+def resolve_api_key(connection: Connection, key: str) -> Principal | None:
     """The key's principal, read from the database on every call (never cached), so a key
     revoked on any instance is refused on the very next request everywhere."""
     env = environment_of_key(key)
     if env is None:
         return None
-    row = session.connection().execute(_KEY_LOOKUP, {"secret_hash": hash_secret(key)}).first()
+    row = connection.execute(_KEY_LOOKUP, {"secret_hash": hash_secret(key)}).first()
     if row is None:
         return None
     if row.revoked_at is not None or row.environment != env:
@@ -106,13 +107,20 @@ TokenResolver = Callable[[Session, str, dt.datetime], "Principal | None"]
 
 
 def resolve_bearer(
-    session: Session, token: str, now: dt.datetime, token_resolvers: list[TokenResolver]
+    db: Database, token: str, now: dt.datetime, token_resolvers: list[TokenResolver]
 ) -> Principal | None:
-    principal = resolve_api_key(session, token, now)
-    if principal is not None:
-        return principal
-    for resolver in token_resolvers:
-        principal = resolver(session, token, now)
+    """Who sends `token`: an API key (nearly every request: its one query on a bare connection,
+    `Database.read_statement`), else whoever a resolver finds (in a read session)."""
+    if environment_of_key(token) is not None:
+        with db.read_statement() as connection:
+            principal = resolve_api_key(connection, token)
         if principal is not None:
             return principal
+    if not token_resolvers:
+        return None
+    with db.read() as session:
+        for resolver in token_resolvers:
+            principal = resolver(session, token, now)
+            if principal is not None:
+                return principal
     return None

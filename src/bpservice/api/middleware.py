@@ -362,8 +362,7 @@ class EdgeMiddleware:
         resolvers = self.state.token_resolvers
 
         def lookup() -> Principal | None:
-            with db.read() as session:
-                return resolve_bearer(session, token, now, resolvers)
+            return resolve_bearer(db, token, now, resolvers)
 
         return await anyio.to_thread.run_sync(lookup)
 

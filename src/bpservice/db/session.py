@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -139,6 +139,8 @@ def make_engine(
         if conn.info.get(_BUSY_TIMEOUT) != wait_ms:
             conn.connection.dbapi_connection.execute(f"PRAGMA busy_timeout={wait_ms}")
             conn.info[_BUSY_TIMEOUT] = wait_ms
+        if options.get("sqlite_single_statement", False):
+            return  # Database.read_statement: the statement is its own transaction
         immediate = options.get("sqlite_immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -244,6 +246,7 @@ class Database:
         )
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._read = sessionmaker(self.engine, expire_on_commit=False)
+        self._single_statement = self.engine.execution_options(sqlite_single_statement=True)
         self._write = sessionmaker(
             self.engine.execution_options(sqlite_immediate=True), expire_on_commit=False
         )
@@ -277,6 +280,19 @@ class Database:
         try:
             with self._read() as session:
                 yield session
+        except Exception as exc:
+            if is_busy(exc):
+                raise self._busy(exc) from exc
+            raise
+
+    @contextmanager
+    def read_statement(self) -> Iterator[Connection]:
+        """A bare connection for one read statement (the key's lookup, on every request): no
+        session to set up, and on SQLite no BEGIN, a single statement being a transaction of
+        its own (more statements would each be one: use `read` for those)."""
+        try:
+            with self._single_statement.connect() as connection:
+                yield connection
         except Exception as exc:
             if is_busy(exc):
                 raise self._busy(exc) from exc
