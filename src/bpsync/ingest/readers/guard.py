@@ -171,18 +171,22 @@ def check_sheet_extent(
     name: str,
     sheet: str,
     limits: WorkbookLimits | None = None,
-) -> None:
+) -> bool:
     """Refuse a sheet whose extent (last row x last column, from the cell and row references in
     its XML) is over the cell limit, before calamine makes a dense grid of it. One read bounds
     the extent with quick searches (rows by their digits, the last of 100,000 to 999,999 exactly;
     columns by their letters); only a sheet over the limit by that bound is read again for every
-    reference (about 0.04 s a MB) to know its exact extent."""
+    reference (about 0.04 s a MB) to know its exact extent. Returns whether the sheet may hold
+    error cells (`t="e"` seen, or not every piece looked at): most hold none, and then nothing
+    need read its XML again to find them."""
     limits = limits or WorkbookLimits.from_env()
     seen = {"d6": False, "d7": False, "l2": False, "l3": False, "da": False, "odd": False}
+    seen["errors"] = False
     last6 = 0  # the last row among references of 6 digits
 
     def quick(data: bytes) -> bool:
         nonlocal last6
+        seen["errors"] = seen["errors"] or b't="e"' in data
         seen["odd"] = (
             seen["odd"]
             or (_spaced(data) and any(odd in data for odd in _ODD_SPACE))
@@ -201,13 +205,13 @@ def check_sheet_extent(
                 seen[key] = True
         return seen["odd"] or (seen["d7"] and seen["l3"])  # the exact read is needed
 
-    _scan(archive, member, quick)
+    stopped = _scan(archive, member, quick)
     columns = 16_384 if seen["l3"] else 702 if seen["da"] else 104 if seen["l2"] else 26
     rows = 99_999 if not seen["d6"] else last6 if not seen["d7"] else 0
-    if not seen["odd"] and rows and rows * columns <= limits.max_cells:
-        return
-    last_row, last_col = walk_extent(archive, member)
-    refuse_extent(name, sheet, last_row, last_col, limits)
+    if seen["odd"] or not rows or rows * columns > limits.max_cells:
+        last_row, last_col = walk_extent(archive, member)
+        refuse_extent(name, sheet, last_row, last_col, limits)
+    return stopped or seen["errors"]
 
 
 def refuse_extent(

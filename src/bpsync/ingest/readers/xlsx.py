@@ -235,13 +235,16 @@ class Book:
         with self._lock:
             sheet = self._sheets.get(title)
             if sheet is None:
-                # calamine parses without holding the GIL: the error-cell scan (a second pass
-                # over the sheet's XML) runs beside it instead of after it.
+                # Before calamine makes a dense grid of it; that read also says whether the
+                # sheet holds error cells at all (most hold none: nothing reads it again).
+                if not self._check_extent(title):
+                    self._errors.setdefault(title, {})
+                # The error-cell scan (a second pass over the sheet's XML) runs beside the
+                # parse instead of after it.
                 scan = None
                 if title not in self._errors:
                     scan = threading.Thread(target=self._scan, args=(title,), daemon=True)
                     scan.start()
-                self._check_extent(title)  # before calamine makes a dense grid of it
                 try:
                     sheet = self._sheets[title] = self._calamine.get_sheet_by_name(title)
                 except Exception as exc:  # calamine's XML or zip errors: a damaged sheet
@@ -251,22 +254,24 @@ class Book:
                         scan.join()
             return sheet
 
-    def _check_extent(self, title: str) -> None:
+    def _check_extent(self, title: str) -> bool:
+        """Refuses a sheet over the cell limit; returns whether it may hold error cells."""
         suffix = self.path.suffix.casefold()
         if suffix == ".xlsb":
             extents = xlsb_extents(self.path)
             if title in extents:
                 refuse_extent(self.name, title, *extents[title], spans=True)
-            return
+            return True
         if not _is_xlsx(self.path):  # .ods, .xls: checked on opening
-            return
+            return True
         try:
             with zipfile.ZipFile(self.path) as z:
                 member = _sheet_member(z, title)
                 if member is not None:
-                    check_sheet_extent(z, member, self.name, title)
+                    return check_sheet_extent(z, member, self.name, title)
         except (zipfile.BadZipFile, KeyError, OSError):
-            return  # calamine says what is wrong with it
+            pass  # calamine says what is wrong with it
+        return True
 
     def _scan(self, title: str) -> None:
         with contextlib.suppress(Exception):  # `_error_cells` scans again and raises it there
