@@ -27,12 +27,13 @@ def fitting_sheets(
     each is imported); [] for one sheet, another format, or a template named by the user."""
     if template not in (None, "auto") or detect_format(path) != "xlsx":
         return []
+    sheets = [s for s, state in list_sheets(path) if state == "visible" or include_hidden]
+    if len(sheets) < 2:  # nothing to choose between: the import reads the one it finds
+        return []
     templates = [t for t in list_templates(template_dirs) if t.format != "greenbutton"]
     expected = set().union(*(t.expected_keys() for t in templates))
     found: list[tuple[str, str, float]] = []
-    for sheet, state in list_sheets(path):
-        if state != "visible" and not include_hidden:
-            continue
+    for sheet in sheets:
         try:
             table = open_table(path, fmt="xlsx", sheet=sheet, expected=expected)
         except IngestError:
