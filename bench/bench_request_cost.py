@@ -10,9 +10,10 @@ way (uvicorn on loopback, `log_level="info"` as `bpservice serve` runs it):
 - the service: `bpservice serve --no-workers` with the spec's limits, every middleware on.
 
 Targets: an authenticated single-meter GET (`/v1/buildings/{b}/meters/{m}`), a one-page
-property list (`/v1/properties?per_page=1`, three properties, so the page is full and the count
-runs) and a one-row readings page of a meter (`.../readings?per_page=1`, twelve readings). The
-anchor answers the first with its meter query and both lists with a one-row list query.
+property list (`/v1/properties?per_page=1`, three properties, so the page is full and the list's
+total must be counted) and a one-row readings page of a meter (`.../readings?per_page=1`, twelve
+readings). The anchor answers the first with its meter query and both lists with a one-row list
+query. Issue 32's target: each service target within 2x of its anchor.
 
 Each round warms every target up, then times `--requests` sequential requests to each on its
 own keep-alive httpx client, each from send to body read, the targets taking turns request by

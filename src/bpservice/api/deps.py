@@ -116,7 +116,8 @@ async def _write_session(request: Request) -> AsyncIterator[Session]:
 # scope="function": the session closes (and a write commits) when the endpoint returns, before the
 # response is sent. With the default request scope FastAPI sends the response first, so a client
 # could be told 201 for a write that then failed to commit, or read its own write before it
-# committed.
+# committed. A read endpoint may close its session itself (`with session:`), in its own thread:
+# the dependency then has nothing to give back and makes no trip to another thread.
 ReadSession = Annotated[Session, Depends(_read_session, scope="function")]
 WriteSession = Annotated[Session, Depends(_write_session, scope="function")]
 Clock = Annotated[Callable[[], dt.datetime], Depends(get_clock)]
