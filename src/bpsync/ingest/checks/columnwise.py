@@ -24,6 +24,7 @@ from bpsync.ingest.checks.service_rules import (
     flag_reason,
     window_averages,
 )
+from bpsync.ingest.memory import give_back_memory
 from bpsync.ingest.problems import Problem, Where
 
 _LONG = np.dtype(f"i{array('l').itemsize}")
@@ -134,6 +135,7 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
     # A million readings make each of these 8 MB: what a phase no longer needs goes now, so the
     # checks' peak stays near a few columns' worth (docs/performance.md).
     del cost_s, dem_s, same_period, first_row
+    give_back_memory()
 
     # Overlaps between kept readings: with the one reaching furthest so far.
     gk, sk, ek = g[kept], s[kept] + g[kept] * SPAN, e[kept] + g[kept] * SPAN
@@ -156,6 +158,7 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
             )
         rejected[i] = rejected[j] = True
     del kept, gk, sk, ek, reach, before, record, last_record, latest, overlapping
+    give_back_memory()
 
     # The service refuses periods ending after tomorrow.
     if context.last_allowed is not None:
@@ -187,6 +190,7 @@ def check_meters(result: Any, context: Context, meters: Sequence[tuple[int, str,
     if len(accepted) < n:  # else the sorted columns are the accepted readings' already
         r, s, e, c, col_s = r[accepted], s[accepted], e[accepted], c[accepted], col_s[accepted]
     del g, accepted
+    give_back_memory()
     _warnings(add, context, ga, r, s, e, c, col_s, bounds)
     _flags(add, context, result, ga, r, s, e, c, col_s, ids)
 

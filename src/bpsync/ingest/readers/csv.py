@@ -394,7 +394,7 @@ def _arrow_chunks_of(
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    read, parse, convert = _arrow_options(delimiter, header_row, width, None)
+    read, parse, convert = _arrow_options(delimiter, header_row, width, None, 2 << 20)
     try:
         reader = pacsv.open_csv(
             source, read_options=read, parse_options=parse, convert_options=convert
