@@ -174,6 +174,11 @@ def import_command(
         profile_name = state.profile().name
     except ConfigError as exc:
         cli.fail(str(exc), cli.EXIT.CONFIG, exc, state.json)
+    # A workbook's sheets are checked by a child process on the other core while the engine
+    # loads (readers/sheet_precheck.py).
+    from bpsync.ingest import precheck_sheets
+
+    precheck_sheets(file)
     from bpsync.ingest import ImportOptions, import_file  # the engine loads when it is used
 
     order = date_order.value.upper() if date_order is not None else None

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     )
     from bpsync.ingest.problems import IngestError, Problem, Where
     from bpsync.ingest.readers import Table, detect_format, open_table
+    from bpsync.ingest.readers.sheet_precheck import precheck_sheets
     from bpsync.ingest.readings.assign_meters import Candidate, MeterCatalog, MeterInfo
     from bpsync.ingest.readings.mapped_rows import MappedRow, map_table
     from bpsync.ingest.register.apply import RegisterOutcome, import_register
@@ -112,6 +113,7 @@ _WHERE = {
     "Table": "bpsync.ingest.readers",
     "detect_format": "bpsync.ingest.readers",
     "open_table": "bpsync.ingest.readers",
+    "precheck_sheets": "bpsync.ingest.readers.sheet_precheck",
     "Candidate": "bpsync.ingest.readings.assign_meters",
     "MeterCatalog": "bpsync.ingest.readings.assign_meters",
     "MeterInfo": "bpsync.ingest.readings.assign_meters",
@@ -232,6 +234,7 @@ __all__ = [
     "open_table",
     "plan_register",
     "plan_table",
+    "precheck_sheets",
     "predict_flags",
     "prepare",
     "problems_table",

@@ -3,14 +3,38 @@ from the file's extension, or from its first bytes when the extension says nothi
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bpsync.ingest.problems import IngestError, Where
 from bpsync.ingest.readers.base import Row, Table, is_total_row
-from bpsync.ingest.readers.csv import read_csv
-from bpsync.ingest.readers.greenbutton import Aggregate, read_green_button
-from bpsync.ingest.readers.xlsx import WORKBOOK_SUFFIXES, list_sheets, read_xlsx
+
+if TYPE_CHECKING:
+    from bpsync.ingest.readers.csv import read_csv
+    from bpsync.ingest.readers.greenbutton import Aggregate, read_green_button
+    from bpsync.ingest.readers.xlsx import list_sheets, read_xlsx
+
+# The readers load when first used (they bring pandas and pyarrow): the package's light parts,
+# such as the workbook guard a child process runs while the engine loads (`sheet_precheck`),
+# import without them.
+_LAZY = {
+    "read_csv": "bpsync.ingest.readers.csv",
+    "read_green_button": "bpsync.ingest.readers.greenbutton",
+    "Aggregate": "bpsync.ingest.readers.greenbutton",
+    "list_sheets": "bpsync.ingest.readers.xlsx",
+    "read_xlsx": "bpsync.ingest.readers.xlsx",
+}
+# The same as readers.xlsx.WORKBOOK_SUFFIXES (a test keeps them equal).
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Row",
@@ -63,12 +87,18 @@ def open_table(
     """Open any supported file. `expected` header keys help find the header row and the sheet."""
     fmt = fmt or detect_format(path)
     if fmt == "xlsx":
+        from bpsync.ingest.readers.xlsx import read_xlsx
+
         return read_xlsx(
             path, sheet=sheet, expected=expected, include_hidden=include_hidden, skip_rows=skip_rows
         )
     if fmt == "greenbutton":
+        from bpsync.ingest.readers.greenbutton import read_green_button
+
         return read_green_button(path, aggregate=aggregate, timezone=timezone)
     if fmt == "csv":
+        from bpsync.ingest.readers.csv import read_csv
+
         return read_csv(
             path, encoding=encoding, delimiter=delimiter, expected=expected, skip_rows=skip_rows
         )

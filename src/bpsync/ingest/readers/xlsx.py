@@ -27,6 +27,7 @@ from bpsync.ingest.cells.columnar import Chunk, blank_mask
 from bpsync.ingest.cells.dates import EXCEL_1900, EXCEL_1904
 from bpsync.ingest.cells.values import is_blank
 from bpsync.ingest.problems import IngestError, Where
+from bpsync.ingest.readers import sheet_precheck
 from bpsync.ingest.readers.base import (
     HEADER_SEARCH_ROWS,
     Row,
@@ -268,6 +269,9 @@ class Book:
             with zipfile.ZipFile(self.path) as z:
                 member = _sheet_member(z, title)
                 if member is not None:
+                    checked = sheet_precheck.verdict(self.path, member)
+                    if checked is not None and checked[0]:  # a child found it within limits
+                        return checked[1]
                     return check_sheet_extent(z, member, self.name, title)
         except (zipfile.BadZipFile, KeyError, OSError):
             pass  # calamine says what is wrong with it
