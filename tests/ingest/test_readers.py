@@ -185,3 +185,12 @@ def test_open_table_reads_old_xls_and_names_a_damaged_one(tmp_path):
     path.write_bytes(b"\xd0\xcf\x11\xe0" + b"\x00" * 100)
     with pytest.raises(IngestError, match=r"old\.dat: not a readable workbook"):
         open_table(path)
+
+
+def test_the_readers_package_names_the_workbook_suffixes_of_the_workbook_reader() -> None:
+    """`readers.WORKBOOK_SUFFIXES` is written out so the package loads without the workbook
+    reader (and pandas): the two lists are one."""
+    from bpsync.ingest import readers
+    from bpsync.ingest.readers import xlsx
+
+    assert readers.WORKBOOK_SUFFIXES == xlsx.WORKBOOK_SUFFIXES
