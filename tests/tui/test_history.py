@@ -167,17 +167,18 @@ async def test_the_palette_and_help_offer_it_on_the_building(
         building = app.screen
         await select_meter(pilot, building, org.meters[0])
         commands = {c.title: c for c in app.get_system_commands(building)}
-        assert "h · building.history" in commands["Corrections"].help
+        assert "h · building.history" in commands["Corrections history"].help
         await pilot.press("f1")
         await until(pilot, lambda: screen_name(app) == "HelpScreen")
         keys = text(app, "#help-keys")
         assert "building.history" in keys and "Corrections" in keys
         await pilot.press("escape")
         await until(pilot, lambda: app.screen is building)
-        # Through the command palette, as a user would: ctrl+p, the command's name, enter.
+        # Through the command palette, as a user would: ctrl+p, the word the CLI uses for it
+        # (`bpsync history`), enter.
         await pilot.press("ctrl+p")
         await until(pilot, lambda: screen_name(app) == "CommandPalette")
-        await pilot.press(*"Corrections")
+        await pilot.press(*"history")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await until(pilot, lambda: screen_name(app) == "ReplacementHistoryScreen")

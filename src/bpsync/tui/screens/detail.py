@@ -247,7 +247,7 @@ class BuildingScreen(BuildingLinks, AppScreen):
         Binding("b", "benchmarks", "Benchmarks", id="building.benchmarks"),
         Binding("g", "report", "Report", id="building.report"),
         Binding("r", "reload", "Reload", id="building.reload"),
-        Binding("h", "history", "Corrections", id="building.history"),
+        Binding("h", "history", "Corrections history", id="building.history"),
     ]
 
     def __init__(self, property_id: str, building_id: str, name: str = "") -> None:
