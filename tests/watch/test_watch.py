@@ -248,6 +248,47 @@ def test_rejected_rows_go_to_failed_with_the_reject_report_and_accepted_rows_sta
     assert not list((folder / "processed").rglob("*.csv"))
 
 
+def test_a_workbook_imported_sheet_by_sheet_keeps_each_sheet_s_reject_report_beside_it(
+    service: Service, org: Org, folder: Path, state: Path
+) -> None:
+    """One layout on two sheets (as PM's Add Bills template has): each sheet is imported and
+    gets its own reject report; both follow the workbook to failed/ and the receipt names
+    both (they were left in the watcher's work folder)."""
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.remove(book.active)
+    header = ["Meter ID", "Start Date", "End Date", "Consumption", "Unit"]
+    for title, meter, usage in (("North", org.meters[0], 50.0), ("South", org.meters[1], 51.0)):
+        sheet = book.create_sheet(title)
+        sheet.append(header)
+        start, end = month(2024, 5)
+        sheet.append([meter, start, end, usage, "kWh"])
+        sheet.append([f"mtr_missing{title.lower()}", start, end, 9, "kWh"])
+    incoming = folder / ".may.xlsx.incoming"
+    book.save(incoming)
+    with Harness(folder):
+        os.replace(incoming, folder / "may.xlsx")
+        wait_for(lambda: settled(state, 1))
+    good = [(org.meters[0], *month(2024, 5), 50.0), (org.meters[1], *month(2024, 5), 51.0)]
+    assert stored(service, org) == expected(good)
+    failed = folder / "failed"
+    assert sorted(p.name for p in failed.iterdir()) == [
+        "may.North.rejects.xlsx",
+        "may.South.rejects.xlsx",
+        "may.xlsx",
+        "may.xlsx.receipt.json",
+    ]
+    receipt = json.loads((failed / "may.xlsx.receipt.json").read_text())
+    assert receipt["counts"]["rejected_rows"] == 2
+    assert receipt["reject_reports"] == [
+        str(failed / "may.North.rejects.xlsx"),
+        str(failed / "may.South.rejects.xlsx"),
+    ]
+    assert receipt["reject_report"] == str(failed / "may.North.rejects.xlsx")
+    assert not list(state.rglob("*.rejects.xlsx"))  # nothing left in the work folder
+
+
 def test_a_file_no_template_matches_goes_to_failed_with_an_explanation(
     service: Service, org: Org, folder: Path, state: Path
 ) -> None:

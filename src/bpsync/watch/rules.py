@@ -273,6 +273,7 @@ class ReceiptInput:
     warnings: int = 0
     accepted_ids: Sequence[str] = ()
     reject_report: str | None = None
+    reject_reports: Sequence[str] = ()  # every report: one per sheet of a multi-sheet workbook
     error: dict[str, str] | None = None
     duplicate_of: dict[str, Any] | None = None
     message: str | None = None
@@ -311,6 +312,7 @@ def make_receipt(r: ReceiptInput) -> dict[str, Any]:
         "accounting": dict(r.accounting),
         "accepted_ids": list(r.accepted_ids),
         "reject_report": r.reject_report,
+        "reject_reports": list(r.reject_reports) or ([r.reject_report] if r.reject_report else []),
         "error": r.error,
         "duplicate_of": r.duplicate_of,
         "message": r.message,

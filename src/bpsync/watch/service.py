@@ -42,6 +42,7 @@ class FileOutcome:
     warnings: int = 0
     accepted_ids: list[str] = field(default_factory=list)
     reject_report: Path | None = None
+    reject_reports: list[Path] = field(default_factory=list)  # one per sheet, or [reject_report]
     import_id: int | None = None
     message: str | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
@@ -127,7 +128,8 @@ class ServiceImporter:
             message=summary.message,
             problems=list(summary.problems[:MAX_RECEIPT_PROBLEMS]),
             accounting=dict(summary.accounting),
-            reject_report=Path(summary.reject_report) if summary.reject_report else None,
+            reject_report=Path(summary.reject_reports[0]) if summary.reject_reports else None,
+            reject_reports=[Path(r) for r in summary.reject_reports],
         )
         if summary.import_id is not None:
             accepted = journal.rows(summary.import_id, "accepted")
@@ -139,6 +141,7 @@ class ServiceImporter:
             if outcome.rejected and outcome.reject_report is None:
                 report = journal.get(summary.import_id).info.get("reject_report")
                 outcome.reject_report = Path(report) if report else None
+                outcome.reject_reports = [Path(report)] if report else []
         return outcome
 
     async def reset(self) -> None:

@@ -147,6 +147,24 @@ class Settler:
         )
         self._announce(content, outcome, receipt, report, entry, dest, receipt_path)
 
+    async def _move_reports(self, content: Content, outcome: FileOutcome, dest: Path) -> list[Path]:
+        """The import's reject reports moved beside the settled file, under its name: one, or
+        one per sheet of a workbook imported sheet by sheet (`STEM.SHEET.rejects.xlsx`)."""
+        work = content.work_path
+        sources = outcome.reject_reports or [
+            outcome.reject_report or work.with_name(reject_report_name(work.name))
+        ]
+        moved: list[Path] = []
+        for source in sources:
+            own = source.name.startswith(work.stem + ".")
+            name = dest.stem + source.name[len(work.stem) :] if own else source.name
+            target = dest.with_name(name) if own else dest.with_name(reject_report_name(dest.name))
+            if source.is_file() and not target.exists():
+                await asyncio.to_thread(files.move_file, source, target)
+            if target.exists():
+                moved.append(target)
+        return moved
+
     async def _receipt(
         self,
         content: Content,
@@ -188,13 +206,9 @@ class Settler:
             )
         else:
             if outcome.rejected:
-                source = outcome.reject_report or content.work_path.with_name(
-                    reject_report_name(content.work_path.name)
-                )
-                target = dest.with_name(reject_report_name(dest.name))
-                if source.is_file() and not target.exists():
-                    await asyncio.to_thread(files.move_file, source, target)
-                report = target if target.exists() else None
+                moved = await self._move_reports(content, outcome, dest)
+                report = moved[0] if moved else None
+                receipt.reject_reports = [str(m) for m in moved]
             receipt.template = outcome.template
             receipt.import_id = outcome.import_id
             receipt.import_status = outcome.status

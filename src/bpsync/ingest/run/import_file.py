@@ -275,6 +275,7 @@ def _noop(
     report = record.info.get("reject_report")
     if rejects and report:
         summary.reject_report = report
+        summary.reject_reports = [report]
     return summary
 
 
@@ -632,6 +633,7 @@ async def _send(
     rejected = journal.rows(record.id, "rejected")
     if rejected and options.reject_report:
         summary.reject_report = str(await _report(journal, record, path, rejected, options))
+        summary.reject_reports = [summary.reject_report]
     summary.rejected = len({r.source_row for r in rejected})
     info = dict(record.info)
     if summary.reject_report:

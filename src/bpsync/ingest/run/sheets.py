@@ -80,6 +80,7 @@ def merged(summaries: Sequence[ImportSummary], sheets: Sequence[str]) -> ImportS
         skipped_by_reason=_added(s.skipped_by_reason for s in summaries),
         accounting=_accounting([s.accounting for s in summaries]),
         reject_report="; ".join(s.reject_report for s in summaries if s.reject_report) or None,
+        reject_reports=[r for s in summaries for r in s.reject_reports],
         message=" ".join(
             f"Sheet {sheet!r}: {s.message}"
             for s, sheet in zip(summaries, sheets, strict=True)

@@ -80,6 +80,9 @@ class ImportSummary:
     send_seconds: float = 0.0  # the sending phase alone (what the plan estimates)
     requests: int = 0
     reject_report: str | None = None
+    # Every reject report written: the one above, or one per sheet of a workbook imported sheet
+    # by sheet (then `reject_report` names them all, joined by "; ").
+    reject_reports: list[str] = field(default_factory=list)
     message: str | None = None
     import_id: int | None = None
     plan: dict[str, Any] | None = None
