@@ -224,6 +224,12 @@ def read_csv(
                 f"the file cannot be read past this row ({exc})", where=Where(name, row=number + 1)
             ) from None
 
+    # Arrow reads a UTF-8 file whose lines above the header hold no line break in a field
+    # (lines and records then count alike there).
+    arrow_can = encoding in ("utf-8", "utf-8-sig") and not any(
+        "\n" in c or "\r" in c for n, cells in head if n <= header_row for c in cells
+    )
+
     def chunks(size: int) -> Iterator[Any]:
         done = header_row
         # Arrow first (no Python object per cell), for files whose rows are regular; from the
@@ -231,10 +237,7 @@ def read_csv(
         # pandas' C parser carries on, and from a row wider than the header search saw, the
         # stdlib reader. Each says where it stopped: the next starts after the last row given.
         try:
-            plain_head = not any(
-                "\n" in c or "\r" in c for n, cells in head if n <= header_row for c in cells
-            )
-            if plain_head and encoding in ("utf-8", "utf-8-sig"):
+            if arrow_can:
                 for chunk in _arrow_chunks(path, delimiter, header_row, widest, size):
                     done = int(chunk.numbers[-1]) if len(chunk) else done
                     yield chunk
@@ -252,10 +255,7 @@ def read_csv(
         yield from chunks_of_rows(later, size, text=True)
 
     def distinct_texts(index: int, fn: Callable[[str], Any], limit: int) -> set[Any] | None:
-        plain_head = not any(
-            "\n" in c or "\r" in c for n, cells in head if n <= header_row for c in cells
-        )
-        if not plain_head or encoding not in ("utf-8", "utf-8-sig"):
+        if not arrow_can:
             return None
         try:
             return _arrow_distinct(path, delimiter, header_row, widest, index, fn, limit)
