@@ -25,7 +25,7 @@ from fastapi import FastAPI
 
 from bpservice import admin
 from bpservice.app import create_app
-from bpservice.settings import RateLimits, Settings
+from bpservice.settings import KEEP_ALIVE_SECONDS, RateLimits, Settings
 
 # --- parallel runs (pytest-xdist, `-n 2 --dist loadgroup` in pyproject.toml) -----------------------
 #
@@ -177,7 +177,11 @@ class LiveServer:
         self.port = self.sock.getsockname()[1]
         served: Any = app if clock is None else DateFromClock(app, clock)
         config = uvicorn.Config(
-            served, log_level="warning", lifespan="on", date_header=clock is None
+            served,
+            log_level="warning",
+            lifespan="on",
+            date_header=clock is None,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,  # as `bpservice serve` runs
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(

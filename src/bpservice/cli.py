@@ -15,7 +15,7 @@ from bpservice import admin
 from bpservice.db.migrate import SchemaNotCurrent
 from bpservice.db.session import Database
 from bpservice.faults import FAULT_KINDS, FaultSettings, parse_kinds
-from bpservice.settings import RateLimits, Settings, database_url
+from bpservice.settings import KEEP_ALIVE_SECONDS, RateLimits, Settings, database_url
 
 app = typer.Typer(help="The reference Building Performance Data Service.", no_args_is_help=True)
 admin_app = typer.Typer(help="Administer organisations, users and API keys.", no_args_is_help=True)
@@ -193,6 +193,7 @@ def serve(
         log_level="info",
         proxy_headers=bool(trusted_proxies),
         forwarded_allow_ips=trusted_proxies or "",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
 
 
@@ -275,7 +276,13 @@ def demo(
     typer.echo(f"Try:  curl -H 'Authorization: Bearer <key>' {base}/v1/properties")
     if exit_after_seed:
         return
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
 
 
 @admin_app.command("bootstrap")

@@ -23,6 +23,13 @@ def database_url(path_or_url: str) -> str:
     return f"sqlite:///{Path(path_or_url).expanduser().resolve()}"
 
 
+# How long an idle keep-alive connection stays open. Longer than clients keep an idle
+# connection in their pools (httpx: 5 s, the same as uvicorn's default): a client reusing one
+# the moment the service closes it meets a closed connection on a request the service never
+# saw (httpx.ReadError), as 200 concurrent writers retrying after Retry-After did under load.
+KEEP_ALIVE_SECONDS = 75
+
+
 @dataclass(frozen=True)
 class RateLimits:
     """Requests allowed per window for each bucket class (spec, Limits)."""

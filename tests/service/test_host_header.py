@@ -90,3 +90,19 @@ def test_serve_believes_forwarded_headers_only_from_named_proxies(
     assert seen["proxy_headers"] is proxy_headers
     assert seen["forwarded_allow_ips"] == allowed
     assert seen["app"].state.settings.public_base_url == "https://bp.example.com"
+
+
+def test_serve_keeps_idle_connections_open_longer_than_clients_pool_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle keep-alive connection outlives httpx's pool expiry (5 s; uvicorn's default is
+    also 5 s): a client reusing a connection as the service closes it met httpx.ReadError on a
+    request the service never saw (200 concurrent writers retrying under load, in CI)."""
+    import httpx
+    import uvicorn
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw, app=app))
+    result = CliRunner().invoke(cli.app, ["serve", "--db", str(tmp_path / "serve.db")])
+    assert result.exit_code == 0, result.output
+    assert seen["timeout_keep_alive"] >= 2 * httpx.Limits().keepalive_expiry

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from bpservice.settings import KEEP_ALIVE_SECONDS
 from bpsync.client import AsyncServiceClient
 from bpsync.client.base import RetryPolicy
 from bpsync.config import Profile
@@ -223,7 +224,10 @@ class ServerOnPort:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_SECONDS
+        )
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )

@@ -77,7 +77,12 @@ class EmbeddedServer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        from bpservice.settings import KEEP_ALIVE_SECONDS
+
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_SECONDS
+        )
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )
